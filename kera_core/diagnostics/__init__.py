@@ -1,0 +1,26 @@
+"""Diagnostics: one type for every stage, rendered for terminals and as JSON."""
+
+from kera_core.diagnostics.codes import CODES
+from kera_core.diagnostics.diagnostic import (
+    Diagnostic,
+    Edit,
+    Fix,
+    Related,
+    Severity,
+    error,
+    warning,
+)
+from kera_core.diagnostics.render import render, render_json
+
+__all__ = [
+    "CODES",
+    "Diagnostic",
+    "Edit",
+    "Fix",
+    "Related",
+    "Severity",
+    "error",
+    "warning",
+    "render",
+    "render_json",
+]

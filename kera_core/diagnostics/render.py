@@ -1,0 +1,97 @@
+"""Render diagnostics for people (rustc/ruff style) and for tools (JSON)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+from kera_core.diagnostics.diagnostic import Diagnostic
+from kera_core.source import LineIndex
+
+
+def _display_width(s: str) -> int:
+    w = 0
+    for ch in s:
+        if unicodedata.combining(ch):
+            continue
+        w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return w
+
+
+def _printable(s: str) -> str:
+    """Tabs and escaped bytes would shift the caret; show them as one visible cell."""
+    out = []
+    for ch in s:
+        if ch == "\t":
+            out.append("    ")
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:
+            out.append("\ufffd")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _snippet(index: LineIndex, start: int, end: int, label: str, mark: str) -> list[str]:
+    line, _ = index.to_chars(start)
+    end_line, _ = index.to_chars(max(start, end - 1) if end > start else start)
+    text = index.line_text(line)
+    ls = index.line_start(line)
+    pre = _printable(_slice_line(index, line, ls, start))
+    if end_line == line:
+        seg = _printable(_slice_line(index, line, start, end))
+    else:
+        seg = _printable(_slice_line(index, line, start, ls + 10**9))
+    gutter = str(line + 1)
+    pad = " " * len(gutter)
+    caret = " " * _display_width(pre) + mark * max(1, _display_width(seg))
+    lines = [f"{pad} |", f"{gutter} | {_printable(text)}", f"{pad} | {caret} {label}".rstrip()]
+    return lines
+
+
+def _slice_line(index: LineIndex, line: int, start: int, end: int) -> str:
+    """Characters of ``line`` between two byte offsets (clamped to the line)."""
+    text = index.line_text(line)
+    ls = index.line_start(line)
+    a = max(0, start - ls)
+    b = max(a, end - ls)
+    raw = text.encode("utf-8", "surrogateescape") if not text.isascii() else None
+    if raw is None:
+        return text[a:b]
+    return raw[a:b].decode("utf-8", "replace")
+
+
+def render(
+    diag: Diagnostic, text: str, path: str = "<input>", index: LineIndex | None = None
+) -> str:
+    """A rustc-like rendering: header, location, source line and caret, related notes, fix."""
+    index = index or LineIndex(text)
+    line, col = index.to_chars(diag.span.start)
+    out = [f"{diag.severity.value}[{diag.code}]: {diag.message}"]
+    out.append(f"  --> {path}:{line + 1}:{col + 1}")
+    out += ["  " + s for s in _snippet(index, diag.span.start, diag.span.end, "", "^")]
+    for rel in diag.related:
+        rl, rc = index.to_chars(rel.span.start)
+        out.append(f"  note: {rel.message}")
+        out.append(f"    --> {path}:{rl + 1}:{rc + 1}")
+        out += ["    " + s for s in _snippet(index, rel.span.start, rel.span.end, "", "-")]
+    if diag.fix is not None:
+        out.append(f"  help: {diag.fix.title}")
+    return "\n".join(out)
+
+
+def render_json(diags: list[Diagnostic], text: str, path: str = "<input>") -> str:
+    """JSON for tools: byte spans plus 1-based line/column for convenience."""
+    index = LineIndex(text)
+    rows = []
+    for d in diags:
+        j = d.to_json()
+        j["path"] = path
+        sl, sc = index.to_chars(d.span.start)
+        el, ec = index.to_chars(d.span.end)
+        j["span"].update(
+            {"line": sl + 1, "column": sc + 1, "end_line": el + 1, "end_column": ec + 1}
+        )
+        rows.append(j)
+    return json.dumps(rows, indent=2, ensure_ascii=False)

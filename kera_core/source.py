@@ -1,0 +1,226 @@
+"""Source text and positions.
+
+UTF-8 bytes are the truth: every position inside Kera is a byte offset into the
+UTF-8 encoding of the document. Conversions to (line, UTF-16 column) for LSP and
+(line, UTF-8 column) / (line, character column) for terminals happen here, at the edge.
+
+Text is held as a Python ``str``. Bytes that are not valid UTF-8 are decoded with
+``surrogateescape`` so that each bad byte becomes one lone surrogate
+(U+DC80..U+DCFF) and round-trips back to the same byte.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+
+def decode(data: str | bytes) -> str:
+    """Bytes to text, losslessly: invalid UTF-8 bytes survive as lone surrogates."""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    """Inverse of :func:`decode`; other lone surrogates are written as WTF-8."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def utf8_len(text: str) -> int:
+    """Length in bytes of ``text`` once encoded; ASCII is the fast path."""
+    if text.isascii():
+        return len(text)
+    return len(encode(text))
+
+
+def _char_utf8_len(ch: str) -> int:
+    o = ord(ch)
+    if o < 0x80:
+        return 1
+    if 0xDC80 <= o <= 0xDCFF:  # an escaped invalid byte
+        return 1
+    if o < 0x800:
+        return 2
+    if o < 0x10000:
+        return 3
+    return 4
+
+
+def _char_utf16_len(ch: str) -> int:
+    return 2 if ord(ch) >= 0x10000 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open byte range ``[start, end)`` in one document."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.end < self.start:
+            raise ValueError(f"bad span {self.start}..{self.end}")
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def contains(self, offset: int) -> bool:
+        return self.start <= offset < self.end
+
+    def covers(self, other: Span) -> bool:
+        return self.start <= other.start and other.end <= self.end
+
+    def shifted(self, delta: int) -> Span:
+        return Span(self.start + delta, self.end + delta)
+
+
+class LineIndex:
+    """Maps byte offsets to lines and columns, and back.
+
+    Built once per text; lookups are a binary search over line starts plus a scan
+    of one line, so they stay cheap on large files.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._line_starts_char: list[int] = [0]  # char index of each line start
+        self._line_starts_byte: list[int] = [0]
+        ascii_only = text.isascii()
+        self._ascii = ascii_only
+        pos = 0
+        while True:
+            nl = text.find("\n", pos)
+            if nl < 0:
+                break
+            self._line_starts_char.append(nl + 1)
+            pos = nl + 1
+        if ascii_only:
+            self._line_starts_byte = list(self._line_starts_char)
+        else:
+            starts = [0]
+            prev = 0
+            acc = 0
+            for c in self._line_starts_char[1:]:
+                acc += utf8_len(text[prev:c])
+                starts.append(acc)
+                prev = c
+            self._line_starts_byte = starts
+        self.len_bytes = utf8_len(text)
+
+    @property
+    def line_count(self) -> int:
+        return len(self._line_starts_byte)
+
+    def line_start(self, line: int) -> int:
+        """Byte offset where ``line`` (0-based) starts."""
+        return self._line_starts_byte[line]
+
+    def line_text(self, line: int) -> str:
+        """The text of ``line`` without its line terminator."""
+        s = self._line_starts_char[line]
+        e = (
+            self._line_starts_char[line + 1] - 1
+            if line + 1 < len(self._line_starts_char)
+            else len(self.text)
+        )
+        t = self.text[s:e]
+        return t[:-1] if t.endswith("\r") else t
+
+    def _clamp(self, offset: int) -> int:
+        return max(0, min(offset, self.len_bytes))
+
+    def _line_of(self, offset: int) -> int:
+        return bisect_right(self._line_starts_byte, offset) - 1
+
+    def _prefix(self, line: int, offset: int) -> str:
+        """Characters of ``line`` before byte ``offset`` (offset clamped to a char boundary)."""
+        start_c = self._line_starts_char[line]
+        if self._ascii:
+            return self.text[start_c : start_c + (offset - self._line_starts_byte[line])]
+        want = offset - self._line_starts_byte[line]
+        i = start_c
+        acc = 0
+        n = len(self.text)
+        while i < n and acc < want:
+            acc += _char_utf8_len(self.text[i])
+            if acc > want:  # offset inside a multi-byte char: stay before it
+                break
+            i += 1
+        return self.text[start_c:i]
+
+    def to_utf16(self, offset: int) -> tuple[int, int]:
+        """Byte offset -> (line, UTF-16 column), as the LSP default encoding wants."""
+        offset = self._clamp(offset)
+        line = self._line_of(offset)
+        prefix = self._prefix(line, offset)
+        if prefix.isascii():
+            return line, len(prefix)
+        return line, sum(_char_utf16_len(c) for c in prefix)
+
+    def to_utf8(self, offset: int) -> tuple[int, int]:
+        """Byte offset -> (line, UTF-8 byte column)."""
+        offset = self._clamp(offset)
+        line = self._line_of(offset)
+        return line, offset - self._line_starts_byte[line]
+
+    def to_chars(self, offset: int) -> tuple[int, int]:
+        """Byte offset -> (line, column in code points), for terminal rendering."""
+        offset = self._clamp(offset)
+        line = self._line_of(offset)
+        return line, len(self._prefix(line, offset))
+
+    def _from_units(self, line: int, col: int, unit_len) -> int:
+        if line < 0:
+            return 0
+        if line >= len(self._line_starts_byte):
+            return self.len_bytes
+        start_c = self._line_starts_char[line]
+        end_c = (
+            self._line_starts_char[line + 1] - 1
+            if line + 1 < len(self._line_starts_char)
+            else len(self.text)
+        )
+        byte = self._line_starts_byte[line]
+        units = 0
+        i = start_c
+        while i < end_c and units < col:
+            ch = self.text[i]
+            u = unit_len(ch)
+            if units + u > col:  # column points inside a surrogate pair
+                break
+            units += u
+            byte += _char_utf8_len(ch)
+            i += 1
+        return byte
+
+    def from_utf16(self, line: int, col: int) -> int:
+        """(line, UTF-16 column) -> byte offset; past-the-end columns clamp to line end."""
+        return self._from_units(line, col, _char_utf16_len)
+
+    def from_utf8(self, line: int, col: int) -> int:
+        """(line, UTF-8 column) -> byte offset; clamps to the line's end."""
+        return self._from_units(line, col, _char_utf8_len)
+
+    def byte_to_char(self, offset: int) -> int:
+        """Byte offset -> index into the Python string."""
+        line, col = self.to_chars(offset)
+        return self._line_starts_char[line] + col
+
+    def char_to_byte(self, index: int) -> int:
+        """Index into the Python string -> byte offset."""
+        if self._ascii:
+            return index
+        line = bisect_right(self._line_starts_char, index) - 1
+        s = self._line_starts_char[line]
+        return self._line_starts_byte[line] + utf8_len(self.text[s:index])
+
+
+def slice_bytes(text: str, span: Span) -> str:
+    """The text covered by a byte span (for messages and fixes)."""
+    if text.isascii():
+        return text[span.start : span.end]
+    return encode(text)[span.start : span.end].decode("utf-8", "surrogateescape")

@@ -1,0 +1,1 @@
+"""The lossless front end: lexer, event parser, green/red tree, typed AST, reparsing."""

@@ -1,0 +1,142 @@
+"""Events + tokens -> green tree. Trivia placement lives here, not in the grammar.
+
+Rules (as in rust-analyzer and Roslyn): trivia before a node's first token goes
+to the enclosing node, except that comments directly above an item (no blank
+line between) belong to the item, so doc comments travel with what they
+document. Trivia after the last token of the file belongs to the root.
+"""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Diagnostic, error
+from kera_core.source import Span
+from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.lexer import LexedText
+from kera_core.syntax.parser.events import Error, Event, Finish, Start
+from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache
+
+K = SyntaxKind
+
+ITEM_KINDS = frozenset({K.FN, K.STRUCT, K.CONST, K.FIELD})
+_TRIVIA = frozenset({K.WHITESPACE, K.COMMENT, K.DOC_COMMENT})
+
+
+class TreeBuilder:
+    def __init__(self, lexed: LexedText, cache: NodeCache, base: int = 0) -> None:
+        self.kinds = lexed.kinds
+        self.texts = lexed.texts
+        self.cache = cache
+        self.pos = 0
+        self.byte = base
+        self.stack: list[tuple[SyntaxKind, list[GreenNode | GreenToken]]] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.result: GreenNode | None = None
+
+    # --- tokens ------------------------------------------------------------
+    def _emit(self) -> None:
+        tok = self.cache.token(self.kinds[self.pos], self.texts[self.pos])
+        self.stack[-1][1].append(tok)
+        self.byte += tok.text_len
+        self.pos += 1
+
+    def _n_trivia(self) -> int:
+        i = self.pos
+        n = len(self.kinds)
+        while i < n and self.kinds[i] in _TRIVIA:
+            i += 1
+        return i - self.pos
+
+    def _n_attached(self, n_trivia: int) -> int:
+        """How many of the trailing trivia tokens are comments glued to the next item."""
+        attached = 0
+        i = self.pos + n_trivia - 1
+        count = 0
+        while i >= self.pos:
+            kind = self.kinds[i]
+            count += 1
+            if kind == K.WHITESPACE:
+                if self.texts[i].count("\n") >= 2:
+                    break
+            else:
+                attached = count
+            i -= 1
+        return attached
+
+    def _eat_trivia(self, n: int) -> None:
+        for _ in range(n):
+            self._emit()
+
+    # --- events ------------------------------------------------------------
+    def start(self, kind: SyntaxKind) -> None:
+        if not self.stack:
+            self.stack.append((kind, []))
+            return
+        n = self._n_trivia()
+        attached = self._n_attached(n) if kind in ITEM_KINDS else 0
+        self._eat_trivia(n - attached)
+        self.stack.append((kind, []))
+        self._eat_trivia(attached)
+
+    def token(self) -> None:
+        self._eat_trivia(self._n_trivia())
+        if self.pos < len(self.kinds):
+            self._emit()
+
+    def finish(self) -> None:
+        if len(self.stack) == 1:
+            while self.pos < len(self.kinds):
+                self._emit()
+        kind, children = self.stack.pop()
+        node = self.cache.node(kind, tuple(children))
+        if self.stack:
+            self.stack[-1][1].append(node)
+        else:
+            self.result = node
+
+    def error(self, code: str, message: str) -> None:
+        n = self._n_trivia()
+        at = self.byte
+        for i in range(self.pos, self.pos + n):
+            t = self.texts[i]
+            at += len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))
+        j = self.pos + n
+        if j < len(self.kinds):
+            t = self.texts[j]
+            end = at + (len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")))
+        else:
+            end = at
+        self.diagnostics.append(error(code, Span(at, end), message))
+
+    def run(self, events: list[Event]) -> GreenNode:
+        forward: list[SyntaxKind] = []
+        for i, ev in enumerate(events):
+            if isinstance(ev, Start):
+                if ev.kind is None and ev.forward_parent is None:
+                    continue
+                # Open the forward-parent chain outermost first.
+                forward.clear()
+                j = i
+                fp = ev.forward_parent
+                if ev.kind is not None:
+                    forward.append(ev.kind)
+                ev.kind = None
+                ev.forward_parent = None
+                while fp is not None:
+                    j += fp
+                    parent = events[j]
+                    assert isinstance(parent, Start)
+                    if parent.kind is not None:
+                        forward.append(parent.kind)
+                    fp = parent.forward_parent
+                    parent.kind = None
+                    parent.forward_parent = None
+                for kind in reversed(forward):
+                    self.start(kind)
+            elif isinstance(ev, Finish):
+                self.finish()
+            elif isinstance(ev, Error):
+                self.error(ev.code, ev.message)
+            else:
+                self.token()
+        assert self.result is not None and not self.stack
+        return self.result

@@ -1,0 +1,87 @@
+"""Text -> lossless tree + diagnostics: the front end's public entry point."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kera_core.diagnostics import Diagnostic
+from kera_core.source import decode
+from kera_core.syntax.builder import TreeBuilder
+from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.lexer import LexedText, lex
+from kera_core.syntax.parser import grammar
+from kera_core.syntax.parser.events import FINISH, Error, Start, Token
+from kera_core.syntax.parser.parser import Parser, Stuck
+from kera_core.syntax.tree import GreenNode, NodeCache, SyntaxNode
+
+K = SyntaxKind
+
+_DEFAULT_CACHE = NodeCache()
+
+
+@dataclass
+class Parse:
+    """The result of parsing one text: the green root, its text and every front-end diagnostic."""
+
+    text: str
+    green: GreenNode
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def tree(self) -> SyntaxNode:
+        return SyntaxNode(self.green)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+    def __str__(self) -> str:
+        return str(self.green)
+
+
+def _significant(lexed: LexedText) -> list[SyntaxKind]:
+    return [k for k in lexed.kinds if not k.is_trivia]
+
+
+def run_rule(
+    lexed: LexedText,
+    rule: Callable[[Parser], None],
+    root: SyntaxKind | None,
+    cache: NodeCache,
+    base: int = 0,
+) -> tuple[GreenNode, list[Diagnostic], bool]:
+    """Run one grammar rule over ``lexed``; returns (green, parse diagnostics, consumed all).
+
+    With ``root`` set, the rule's output is wrapped in a ``root`` node (a file). With
+    ``root`` None the rule itself must produce exactly one node (a block reparse).
+    """
+    kinds = _significant(lexed)
+    p = Parser(kinds)
+    try:
+        if root is None:
+            rule(p)
+        else:
+            rule(p)
+    except Stuck:
+        # A grammar rule made no progress: keep what was parsed, the rest is one ERROR.
+        p.events.insert(0, Start(root or K.ERROR))
+        p.events.append(Error("K0109", "parser stopped: could not make progress here"))
+        p.events.append(Start(K.ERROR))
+        p.events.extend(Token(k) for k in kinds[p.pos :])
+        p.events.append(FINISH)
+        p.events.append(FINISH)
+        p.pos = len(kinds)
+    consumed = p.pos == len(kinds)
+    builder = TreeBuilder(lexed, cache, base)
+    green = builder.run(p.events)
+    return green, builder.diagnostics, consumed
+
+
+def parse(source: str | bytes, cache: NodeCache | None = None) -> Parse:
+    """Parse a whole file. Never raises; ``str(result.tree) == source`` always."""
+    text = decode(source)
+    lexed = lex(text)
+    green, diags, _ = run_rule(lexed, grammar.source_file, K.SOURCE_FILE, cache or _DEFAULT_CACHE)
+    all_diags = sorted(lexed.diagnostics + diags, key=lambda d: (d.span.start, d.span.end))
+    return Parse(text, green, all_diags)

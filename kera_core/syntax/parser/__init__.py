@@ -1,0 +1,1 @@
+"""The event parser: recursive descent with Pratt binding powers; emits events only."""

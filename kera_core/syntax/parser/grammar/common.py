@@ -1,0 +1,109 @@
+"""Small rules and token sets shared by the grammar modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.parser.parser import Parser
+
+K = SyntaxKind
+
+ITEM_FIRST = frozenset({K.FN_KW, K.STRUCT_KW, K.CONST_KW, K.PUB_KW})
+
+EXPR_FIRST = frozenset(
+    {
+        K.INT,
+        K.FLOAT,
+        K.STRING,
+        K.TRUE_KW,
+        K.FALSE_KW,
+        K.IDENT,
+        K.L_PAREN,
+        K.L_BRACK,
+        K.L_BRACE,
+        K.IF_KW,
+        K.FOR_KW,
+        K.WHILE_KW,
+        K.RETURN_KW,
+        K.BREAK_KW,
+        K.CONTINUE_KW,
+        K.MINUS,
+        K.BANG,
+        K.AMP,
+    }
+)
+
+STMT_FIRST = EXPR_FIRST | {K.LET_KW, K.SEMI}
+
+
+def name(p: Parser, what: str = "a name") -> bool:
+    if p.at(K.IDENT):
+        m = p.start()
+        p.bump()
+        m.complete(p, K.NAME)
+        return True
+    p.error("K0100", f"expected {what}, found {describe(p.current())}")
+    return False
+
+
+def name_ref(p: Parser) -> None:
+    m = p.start()
+    p.bump()
+    m.complete(p, K.NAME_REF)
+
+
+def recover_until(p: Parser, code: str, message: str, stop: Collection[SyntaxKind]) -> None:
+    """One error for a run of unexpected tokens, gathered into one ERROR node.
+
+    Stops before a token in ``stop``, before a closing delimiter that closes an
+    enclosing construct, and at end of file. Nested delimiters are skipped whole.
+    """
+    if p.at_any(stop) or p.at_eof():
+        p.error(code, message)
+        return
+    m = p.start()
+    p.error(code, message)
+    depth = 0
+    while not p.at_eof():
+        k = p.current()
+        if depth == 0 and k in stop:
+            break
+        if k in (K.L_PAREN, K.L_BRACK, K.L_BRACE):
+            depth += 1
+        elif k in (K.R_PAREN, K.R_BRACK, K.R_BRACE):
+            if depth == 0:
+                break
+            depth -= 1
+        p.bump()
+        if depth == 0 and k == K.R_BRACE:
+            break
+    m.complete(p, K.ERROR)
+
+
+def delimited(
+    p: Parser,
+    close: SyntaxKind,
+    first: Collection[SyntaxKind],
+    element: Callable[[Parser], None],
+    what: str,
+) -> None:
+    """Comma-separated ``element``s up to ``close`` (consumed), trailing comma allowed."""
+    stop = frozenset({close, K.COMMA, K.SEMI, K.L_BRACE, K.R_BRACE}) | ITEM_FIRST
+    while not p.at(close) and not p.at_eof():
+        if p.at_any(first):
+            element(p)
+        else:
+            recover_until(p, "K0104", f"expected {what}, found {describe(p.current())}", stop)
+            if not p.at(K.COMMA):
+                break
+        if p.at(close):
+            break
+        if not p.eat(K.COMMA):
+            if p.at_any(first):
+                p.error(
+                    "K0100", f"expected `,` or {describe(close)}, found {describe(p.current())}"
+                )
+                continue
+            break
+    p.expect(close)

@@ -1,0 +1,356 @@
+"""Blocks, statements and expressions (Pratt parsing over one binding-power table)."""
+
+from __future__ import annotations
+
+from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.parser.grammar.common import (
+    EXPR_FIRST,
+    ITEM_FIRST,
+    STMT_FIRST,
+    delimited,
+    name,
+    name_ref,
+    recover_until,
+)
+from kera_core.syntax.parser.grammar.types import type_
+from kera_core.syntax.parser.parser import MAX_DEPTH, CompletedMarker, Parser
+
+K = SyntaxKind
+
+# operator -> (binding power, right associative, node kind). Higher binds tighter.
+ASSIGN_OPS = frozenset(
+    {
+        K.EQ,
+        K.PLUSEQ,
+        K.MINUSEQ,
+        K.STAREQ,
+        K.SLASHEQ,
+        K.PERCENTEQ,
+        K.AMPEQ,
+        K.PIPEEQ,
+        K.CARETEQ,
+        K.SHLEQ,
+        K.SHREQ,
+    }
+)
+COMPARISON_OPS = frozenset({K.EQ2, K.NEQ, K.LT, K.LTEQ, K.GT, K.GTEQ})
+INFIX: dict[SyntaxKind, tuple[int, bool, SyntaxKind]] = {
+    **{op: (1, True, K.ASSIGN_EXPR) for op in ASSIGN_OPS},
+    K.DOT2: (2, False, K.RANGE_EXPR),
+    K.DOT2EQ: (2, False, K.RANGE_EXPR),
+    K.PIPE2: (3, False, K.BIN_EXPR),
+    K.AMP2: (4, False, K.BIN_EXPR),
+    **{op: (5, False, K.BIN_EXPR) for op in COMPARISON_OPS},
+    K.PIPE: (6, False, K.BIN_EXPR),
+    K.CARET: (7, False, K.BIN_EXPR),
+    K.AMP: (8, False, K.BIN_EXPR),
+    K.SHL: (9, False, K.BIN_EXPR),
+    K.SHR: (9, False, K.BIN_EXPR),
+    K.PLUS: (10, False, K.BIN_EXPR),
+    K.MINUS: (10, False, K.BIN_EXPR),
+    K.STAR: (11, False, K.BIN_EXPR),
+    K.SLASH: (11, False, K.BIN_EXPR),
+    K.PERCENT: (11, False, K.BIN_EXPR),
+}
+CAST_BP = 12
+
+BLOCK_LIKE = frozenset({K.BLOCK_EXPR, K.IF_EXPR, K.FOR_EXPR, K.WHILE_EXPR})
+LITERALS = frozenset({K.INT, K.FLOAT, K.STRING, K.TRUE_KW, K.FALSE_KW})
+_STMT_RECOVERY = STMT_FIRST | {K.R_BRACE} | ITEM_FIRST
+
+
+# --- blocks and statements ---------------------------------------------------
+
+
+def block(p: Parser) -> None:
+    """`{ stmt* tail? }` — also the entry point of incremental block reparsing."""
+    if not p.at(K.L_BRACE):
+        p.error("K0100", f"expected `{{`, found {describe(p.current())}")
+        return
+    m = p.start()
+    p.bump()
+    saved, p.no_struct = p.no_struct, False
+    p.depth += 1
+    if p.depth > MAX_DEPTH:
+        p.skip_balanced("K0108", "blocks nested too deeply")
+    while not p.at(K.R_BRACE) and not p.at_eof():
+        if p.at_any(ITEM_FIRST):
+            break  # a new item: the block was not closed; let the item loop resume
+        stmt(p)
+    p.depth -= 1
+    p.no_struct = saved
+    if not p.eat(K.R_BRACE):
+        p.error("K0106", f"expected `}}` to close the block, found {describe(p.current())}")
+    m.complete(p, K.BLOCK)
+
+
+def stmt(p: Parser) -> None:
+    k = p.current()
+    if k == K.SEMI:
+        p.bump()  # an empty statement; the formatter drops it
+        return
+    if k == K.LET_KW:
+        let_stmt(p)
+        return
+    m = p.start()
+    e = expr(p)
+    if e is None:
+        m.abandon(p)
+        recover_until(p, "K0102", f"expected a statement, found {describe(k)}", _STMT_RECOVERY)
+        return
+    if p.at(K.R_BRACE):
+        m.abandon(p)  # the block's tail expression
+        return
+    if e.kind in BLOCK_LIKE:
+        p.eat(K.SEMI)
+        m.complete(p, K.EXPR_STMT)
+        return
+    if not p.eat(K.SEMI):
+        p.error("K0100", f"expected `;` after the expression, found {describe(p.current())}")
+    m.complete(p, K.EXPR_STMT)
+
+
+def let_stmt(p: Parser) -> None:
+    m = p.start()
+    p.bump()  # let
+    p.eat(K.MUT_KW)
+    name(p, "a variable name")
+    if p.eat(K.COLON):
+        type_(p)
+    if p.eat(K.EQ):
+        if expr(p) is None:
+            recover_until(
+                p, "K0102", f"expected an expression, found {describe(p.current())}", _STMT_RECOVERY
+            )
+    if not p.eat(K.SEMI):
+        p.error("K0100", f"expected `;` after `let`, found {describe(p.current())}")
+    m.complete(p, K.LET_STMT)
+
+
+# --- expressions ---------------------------------------------------------------
+
+
+def expr(p: Parser) -> CompletedMarker | None:
+    return expr_bp(p, 1)
+
+
+def _expr_no_struct(p: Parser) -> CompletedMarker | None:
+    saved, p.no_struct = p.no_struct, True
+    try:
+        return expr(p)
+    finally:
+        p.no_struct = saved
+
+
+def expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
+    p.depth += 1
+    try:
+        if p.depth > MAX_DEPTH:
+            return p.skip_balanced("K0108", "expression nested too deeply")
+        return _expr_bp(p, min_bp)
+    finally:
+        p.depth -= 1
+
+
+def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
+    lhs = unary(p)
+    if lhs is None:
+        return None
+    chained_cmp = False
+    while True:
+        k = p.current()
+        if k == K.AS_KW:
+            if CAST_BP < min_bp:
+                break
+            m = lhs.precede(p)
+            p.bump()
+            type_(p)
+            lhs = m.complete(p, K.CAST_EXPR)
+            continue
+        info = INFIX.get(k)
+        if info is None:
+            break
+        bp, right, kind = info
+        if bp < min_bp:
+            break
+        if k in COMPARISON_OPS:
+            if chained_cmp:
+                p.error("K0105", "comparison operators cannot be chained: use parentheses or `&&`")
+            chained_cmp = True
+        m = lhs.precede(p)
+        p.bump()
+        if expr_bp(p, bp if right else bp + 1) is None:
+            p.error("K0102", f"expected an expression, found {describe(p.current())}")
+        lhs = m.complete(p, kind)
+    return lhs
+
+
+def unary(p: Parser) -> CompletedMarker | None:
+    p.depth += 1
+    try:
+        if p.depth > MAX_DEPTH:
+            return p.skip_balanced("K0108", "expression nested too deeply")
+        k = p.current()
+        if k in (K.MINUS, K.BANG):
+            m = p.start()
+            p.bump()
+            if unary(p) is None:
+                p.error("K0102", f"expected an expression, found {describe(p.current())}")
+            return m.complete(p, K.PREFIX_EXPR)
+        if k == K.AMP:
+            m = p.start()
+            p.bump()
+            p.eat(K.MUT_KW)
+            if unary(p) is None:
+                p.error("K0102", f"expected an expression, found {describe(p.current())}")
+            return m.complete(p, K.REF_EXPR)
+        lhs = primary(p)
+        if lhs is None:
+            return None
+        return postfix(p, lhs)
+    finally:
+        p.depth -= 1
+
+
+def postfix(p: Parser, lhs: CompletedMarker) -> CompletedMarker:
+    while True:
+        k = p.current()
+        if k == K.L_PAREN:
+            m = lhs.precede(p)
+            _list(p, K.ARG_LIST, K.R_PAREN, "an argument")
+            lhs = m.complete(p, K.CALL_EXPR)
+        elif k == K.L_BRACK:
+            m = lhs.precede(p)
+            _list(p, K.INDEX_LIST, K.R_BRACK, "an index")
+            lhs = m.complete(p, K.INDEX_EXPR)
+        elif k == K.DOT:
+            m = lhs.precede(p)
+            p.bump()
+            if p.at(K.IDENT):
+                name_ref(p)
+            else:
+                p.error("K0100", f"expected a field name after `.`, found {describe(p.current())}")
+            lhs = m.complete(p, K.FIELD_EXPR)
+        else:
+            return lhs
+
+
+def _list(p: Parser, kind: SyntaxKind, close: SyntaxKind, what: str) -> None:
+    m = p.start()
+    p.bump()
+    saved, p.no_struct = p.no_struct, False
+    delimited(p, close, EXPR_FIRST, _list_element, what)
+    p.no_struct = saved
+    m.complete(p, kind)
+
+
+def _list_element(p: Parser) -> None:
+    expr(p)
+
+
+def primary(p: Parser) -> CompletedMarker | None:
+    k = p.current()
+    if k in LITERALS:
+        m = p.start()
+        p.bump()
+        return m.complete(p, K.LITERAL)
+    if k == K.IDENT:
+        if (
+            not p.no_struct
+            and p.nth(1) == K.L_BRACE
+            and (p.nth(2) == K.R_BRACE or (p.nth(2) == K.IDENT and p.nth(3) == K.COLON))
+        ):
+            return struct_lit(p)
+        m = p.start()
+        name_ref(p)
+        return m.complete(p, K.PATH_EXPR)
+    if k == K.L_PAREN:
+        m = p.start()
+        p.bump()
+        saved, p.no_struct = p.no_struct, False
+        if not p.at(K.R_PAREN):
+            if expr(p) is None:
+                recover_until(
+                    p,
+                    "K0102",
+                    f"expected an expression, found {describe(p.current())}",
+                    {K.R_PAREN, K.SEMI},
+                )
+        p.no_struct = saved
+        p.expect(K.R_PAREN)
+        return m.complete(p, K.PAREN_EXPR)
+    if k == K.L_BRACK:
+        m = p.start()
+        p.bump()
+        saved, p.no_struct = p.no_struct, False
+        delimited(p, K.R_BRACK, EXPR_FIRST, _list_element, "an element")
+        p.no_struct = saved
+        return m.complete(p, K.ARRAY_EXPR)
+    if k == K.L_BRACE:
+        m = p.start()
+        block(p)
+        return m.complete(p, K.BLOCK_EXPR)
+    if k == K.IF_KW:
+        return if_expr(p)
+    if k == K.FOR_KW:
+        m = p.start()
+        p.bump()
+        name(p, "a loop variable")
+        if p.expect(K.IN_KW):
+            if _expr_no_struct(p) is None:
+                p.error("K0102", f"expected a range, found {describe(p.current())}")
+        block(p)
+        return m.complete(p, K.FOR_EXPR)
+    if k == K.WHILE_KW:
+        m = p.start()
+        p.bump()
+        if _expr_no_struct(p) is None:
+            p.error("K0102", f"expected a condition, found {describe(p.current())}")
+        block(p)
+        return m.complete(p, K.WHILE_EXPR)
+    if k == K.RETURN_KW:
+        m = p.start()
+        p.bump()
+        if p.at_any(EXPR_FIRST):
+            expr(p)
+        return m.complete(p, K.RETURN_EXPR)
+    if k == K.BREAK_KW or k == K.CONTINUE_KW:
+        m = p.start()
+        p.bump()
+        return m.complete(p, K.BREAK_EXPR if k == K.BREAK_KW else K.CONTINUE_EXPR)
+    return None
+
+
+def if_expr(p: Parser) -> CompletedMarker:
+    m = p.start()
+    p.bump()  # if
+    if _expr_no_struct(p) is None:
+        p.error("K0102", f"expected a condition, found {describe(p.current())}")
+    block(p)
+    if p.eat(K.ELSE_KW):
+        if p.at(K.IF_KW):
+            if_expr(p)
+        else:
+            block(p)
+    return m.complete(p, K.IF_EXPR)
+
+
+def struct_lit(p: Parser) -> CompletedMarker:
+    m = p.start()
+    name_ref(p)
+    fields = p.start()
+    p.bump()  # {
+    saved, p.no_struct = p.no_struct, False
+    delimited(p, K.R_BRACE, {K.IDENT}, _struct_lit_field, "a field")
+    p.no_struct = saved
+    fields.complete(p, K.STRUCT_LIT_FIELD_LIST)
+    return m.complete(p, K.STRUCT_LIT)
+
+
+def _struct_lit_field(p: Parser) -> None:
+    m = p.start()
+    name_ref(p)
+    if p.expect(K.COLON):
+        if expr(p) is None:
+            p.error("K0102", f"expected an expression, found {describe(p.current())}")
+    m.complete(p, K.STRUCT_LIT_FIELD)

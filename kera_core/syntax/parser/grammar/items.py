@@ -1,0 +1,150 @@
+"""Items: functions, structs and constants at the top level of a file."""
+
+from __future__ import annotations
+
+from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.parser.grammar.common import ITEM_FIRST, delimited, name, recover_until
+from kera_core.syntax.parser.grammar.expressions import block, expr
+from kera_core.syntax.parser.grammar.types import type_
+from kera_core.syntax.parser.parser import Marker, Parser
+
+K = SyntaxKind
+
+_ITEM_RECOVERY = ITEM_FIRST
+
+
+def source_file(p: Parser) -> None:
+    m = p.start()
+    while not p.at_eof():
+        item(p)
+    m.complete(p, K.SOURCE_FILE)
+
+
+def item(p: Parser) -> None:
+    m = p.start()
+    has_vis = False
+    if p.at(K.PUB_KW):
+        v = p.start()
+        p.bump()
+        v.complete(p, K.VISIBILITY)
+        has_vis = True
+    k = p.current()
+    if k == K.FN_KW:
+        fn(p, m)
+    elif k == K.STRUCT_KW:
+        struct(p, m)
+    elif k == K.CONST_KW:
+        const(p, m)
+    elif has_vis:
+        p.error("K0101", f"expected `fn`, `struct` or `const` after `pub`, found {describe(k)}")
+        m.complete(p, K.ERROR)
+    else:
+        m.abandon(p)
+        recover_until(
+            p,
+            "K0101",
+            f"expected an item (`fn`, `struct` or `const`), found {describe(k)}",
+            _ITEM_RECOVERY,
+        )
+        if not p.at_eof() and not p.at_any(_ITEM_RECOVERY):
+            # a stray closing delimiter: take it so the loop makes progress
+            e = p.start()
+            p.bump()
+            e.complete(p, K.ERROR)
+
+
+def fn(p: Parser, m: Marker) -> None:
+    p.bump()  # fn
+    name(p, "a function name")
+    if p.at(K.L_BRACK):
+        dims = p.start()
+        p.bump()
+        delimited(p, K.R_BRACK, {K.IDENT}, _dim_param, "a dimension name")
+        dims.complete(p, K.DIM_PARAM_LIST)
+    if p.at(K.L_PAREN):
+        params = p.start()
+        p.bump()
+        delimited(p, K.R_PAREN, {K.IDENT, K.MUT_KW}, _param, "a parameter")
+        params.complete(p, K.PARAM_LIST)
+    else:
+        p.error("K0100", f"expected `(` to open the parameter list, found {describe(p.current())}")
+    if p.at(K.ARROW):
+        r = p.start()
+        p.bump()
+        type_(p)
+        r.complete(p, K.RET_TYPE)
+    if p.at(K.BANG):
+        effects = p.start()
+        p.bump()
+        _effect(p)
+        while p.eat(K.COMMA):
+            _effect(p)
+        effects.complete(p, K.EFFECT_LIST)
+    if p.at(K.L_BRACE):
+        block(p)
+    else:
+        p.error("K0100", f"expected a function body `{{`, found {describe(p.current())}")
+        if not p.at_any(ITEM_FIRST) and not p.at_eof():
+            recover_until(p, "K0104", "unexpected tokens before the next item", ITEM_FIRST)
+    m.complete(p, K.FN)
+
+
+def _dim_param(p: Parser) -> None:
+    m = p.start()
+    name(p)
+    m.complete(p, K.DIM_PARAM)
+
+
+def _param(p: Parser) -> None:
+    m = p.start()
+    p.eat(K.MUT_KW)
+    name(p, "a parameter name")
+    if p.expect(K.COLON):
+        type_(p)
+    m.complete(p, K.PARAM)
+
+
+def _effect(p: Parser) -> None:
+    if p.at(K.IDENT):
+        m = p.start()
+        p.bump()
+        m.complete(p, K.EFFECT)
+    else:
+        p.error("K0100", f"expected an effect name (e.g. `io`), found {describe(p.current())}")
+
+
+def struct(p: Parser, m: Marker) -> None:
+    p.bump()  # struct
+    name(p, "a struct name")
+    if p.at(K.L_BRACE):
+        fields = p.start()
+        p.bump()
+        delimited(p, K.R_BRACE, {K.IDENT, K.PUB_KW}, _field, "a field")
+        fields.complete(p, K.FIELD_LIST)
+    else:
+        p.error("K0100", f"expected `{{` to open the field list, found {describe(p.current())}")
+    m.complete(p, K.STRUCT)
+
+
+def _field(p: Parser) -> None:
+    m = p.start()
+    if p.at(K.PUB_KW):
+        v = p.start()
+        p.bump()
+        v.complete(p, K.VISIBILITY)
+    name(p, "a field name")
+    if p.expect(K.COLON):
+        type_(p)
+    m.complete(p, K.FIELD)
+
+
+def const(p: Parser, m: Marker) -> None:
+    p.bump()  # const
+    name(p, "a constant name")
+    if p.expect(K.COLON):
+        type_(p)
+    if p.expect(K.EQ):
+        if expr(p) is None:
+            p.error("K0102", f"expected an expression, found {describe(p.current())}")
+    p.expect(K.SEMI)
+    m.complete(p, K.CONST)

@@ -1,0 +1,71 @@
+"""Types: `f32`, `Point`, `f32[N, 4]`, `&mut T`, `T @device`, `()`."""
+
+from __future__ import annotations
+
+from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.parser.grammar.common import delimited, name_ref
+from kera_core.syntax.parser.parser import Parser
+
+K = SyntaxKind
+
+TYPE_FIRST = frozenset({K.IDENT, K.AMP, K.L_PAREN})
+DIM_FIRST = frozenset({K.IDENT, K.INT})
+
+
+def type_(p: Parser) -> bool:
+    """Parse one type; on failure report and consume nothing."""
+    k = p.current()
+    if k == K.AMP:
+        m = p.start()
+        p.bump()
+        p.eat(K.MUT_KW)
+        type_(p)
+        m.complete(p, K.REF_TYPE)
+        return True
+    if k == K.L_PAREN and p.nth(1) == K.R_PAREN:
+        m = p.start()
+        p.bump()
+        p.bump()
+        cm = m.complete(p, K.UNIT_TYPE)
+    elif k == K.IDENT:
+        m = p.start()
+        name_ref(p)
+        cm = m.complete(p, K.NAMED_TYPE)
+        if p.at(K.L_BRACK):
+            m = cm.precede(p)
+            shape(p)
+            cm = m.complete(p, K.TENSOR_TYPE)
+    else:
+        p.error("K0103", f"expected a type, found {describe(k)}")
+        return False
+    if p.at(K.AT):
+        m = cm.precede(p)
+        mem_space(p)
+        m.complete(p, K.SPACE_TYPE)
+    return True
+
+
+def shape(p: Parser) -> None:
+    m = p.start()
+    p.bump()  # [
+    delimited(p, K.R_BRACK, DIM_FIRST, dim, "a dimension (a number or a name)")
+    m.complete(p, K.SHAPE)
+
+
+def dim(p: Parser) -> None:
+    m = p.start()
+    if p.at(K.IDENT):
+        name_ref(p)
+    else:
+        p.bump()
+    m.complete(p, K.DIM)
+
+
+def mem_space(p: Parser) -> None:
+    m = p.start()
+    p.bump()  # @
+    if p.at(K.IDENT):
+        name_ref(p)
+    else:
+        p.error("K0100", "expected a memory space (`host`, `device`, `pinned`, `unified`)")
+    m.complete(p, K.MEM_SPACE)

@@ -1,0 +1,394 @@
+"""The lossless syntax tree: immutable interned green elements and red cursors.
+
+Green elements know only their kind, their text length in bytes and their
+children; they are shared freely between versions of a document and between
+documents. Tokens are interned by (kind, text) and small nodes by (kind,
+children), so repeated pieces (`i`, `f32`, `0..N`) exist once in memory.
+
+Red elements (:class:`SyntaxNode`, :class:`SyntaxToken`) are cheap cursors made on
+demand: a green element plus its parent and absolute byte offset.
+
+``str(node) == source`` for any input: every byte lives in exactly one token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kera_core.source import Span, utf8_len
+from kera_core.syntax.kinds import SyntaxKind
+
+
+class GreenToken:
+    __slots__ = ("kind", "text", "text_len", "_hash")
+
+    def __init__(self, kind: SyntaxKind, text: str) -> None:
+        self.kind = kind
+        self.text = text
+        self.text_len = len(text) if text.isascii() else utf8_len(text)
+        self._hash = hash((kind, text))
+
+    is_token = True
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            self is other
+            or isinstance(other, GreenToken)
+            and self.kind == other.kind
+            and self.text == other.text
+        )
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"{self.kind.name}@{self.text!r}"
+
+
+class GreenNode:
+    __slots__ = ("kind", "children", "text_len", "_hash")
+
+    def __init__(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> None:
+        self.kind = kind
+        self.children = children
+        self.text_len = sum(c.text_len for c in children)
+        self._hash = hash((kind, children))
+
+    is_token = False
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        """Structural equality, iterative so deep trees cannot overflow the stack."""
+        if self is other:
+            return True
+        if not isinstance(other, GreenNode):
+            return False
+        stack = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if a is b:
+                continue
+            if a.is_token or b.is_token:
+                if a != b:
+                    return False
+                continue
+            if (
+                a.kind != b.kind
+                or a._hash != b._hash
+                or a.text_len != b.text_len
+                or len(a.children) != len(b.children)
+            ):
+                return False
+            stack.extend(zip(a.children, b.children, strict=False))
+        return True
+
+    def __str__(self) -> str:
+        return "".join(t.text for t in self.tokens())
+
+    def __repr__(self) -> str:
+        return f"{self.kind.name}@{self.text_len}"
+
+    def tokens(self) -> Iterator[GreenToken]:
+        """All tokens in order (iterative)."""
+        stack: list[GreenToken | GreenNode] = [self]
+        while stack:
+            el = stack.pop()
+            if el.is_token:
+                yield el  # type: ignore[misc]
+            else:
+                stack.extend(reversed(el.children))  # type: ignore[union-attr]
+
+    def replace_child(self, index: int, new: GreenToken | GreenNode) -> GreenNode:
+        children = list(self.children)
+        children[index] = new
+        return GreenNode(self.kind, tuple(children))
+
+
+class NodeCache:
+    """Interns tokens by (kind, text) and nodes with few children by (kind, children).
+
+    Big nodes are rarely repeated and costly to hash-compare, so only nodes with at
+    most ``MAX_CHILDREN`` children are interned (rowan's trade-off).
+    """
+
+    MAX_CHILDREN = 3
+
+    def __init__(self) -> None:
+        self.tokens: dict[tuple[SyntaxKind, str], GreenToken] = {}
+        self.nodes: dict[GreenNode, GreenNode] = {}
+
+    def token(self, kind: SyntaxKind, text: str) -> GreenToken:
+        key = (kind, text)
+        tok = self.tokens.get(key)
+        if tok is None:
+            tok = self.tokens[key] = GreenToken(kind, text)
+        return tok
+
+    def node(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> GreenNode:
+        node = GreenNode(kind, children)
+        if len(children) > self.MAX_CHILDREN:
+            return node
+        return self.nodes.setdefault(node, node)
+
+
+# --- red cursors -----------------------------------------------------------
+
+
+class SyntaxToken:
+    __slots__ = ("green", "parent", "offset", "index")
+
+    def __init__(self, green: GreenToken, parent: SyntaxNode, offset: int, index: int) -> None:
+        self.green = green
+        self.parent = parent
+        self.offset = offset
+        self.index = index
+
+    is_token = True
+
+    @property
+    def kind(self) -> SyntaxKind:
+        return self.green.kind
+
+    @property
+    def text(self) -> str:
+        return self.green.text
+
+    @property
+    def span(self) -> Span:
+        return Span(self.offset, self.offset + self.green.text_len)
+
+    def __str__(self) -> str:
+        return self.green.text
+
+    def __repr__(self) -> str:
+        return f"{self.kind.name}@{self.offset}..{self.offset + self.green.text_len} {self.text!r}"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SyntaxToken)
+            and self.green is other.green
+            and self.offset == other.offset
+            and self.parent == other.parent
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.green), self.offset))
+
+    def ancestors(self) -> Iterator[SyntaxNode]:
+        node: SyntaxNode | None = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def next_token(self) -> SyntaxToken | None:
+        return _next_token(self, forward=True)
+
+    def prev_token(self) -> SyntaxToken | None:
+        return _next_token(self, forward=False)
+
+
+class SyntaxNode:
+    __slots__ = ("green", "parent", "offset", "index")
+
+    def __init__(
+        self,
+        green: GreenNode,
+        parent: SyntaxNode | None = None,
+        offset: int = 0,
+        index: int = 0,
+    ) -> None:
+        self.green = green
+        self.parent = parent
+        self.offset = offset
+        self.index = index
+
+    is_token = False
+
+    @property
+    def kind(self) -> SyntaxKind:
+        return self.green.kind
+
+    @property
+    def span(self) -> Span:
+        return Span(self.offset, self.offset + self.green.text_len)
+
+    @property
+    def text(self) -> str:
+        return str(self.green)
+
+    def __str__(self) -> str:
+        return str(self.green)
+
+    def __repr__(self) -> str:
+        return f"{self.kind.name}@{self.offset}..{self.offset + self.green.text_len}"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SyntaxNode)
+            and self.green is other.green
+            and self.offset == other.offset
+            and self.index == other.index
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.green), self.offset))
+
+    # --- navigation -------------------------------------------------------
+    def children_with_tokens(self) -> Iterator[SyntaxNode | SyntaxToken]:
+        off = self.offset
+        for i, child in enumerate(self.green.children):
+            if child.is_token:
+                yield SyntaxToken(child, self, off, i)  # type: ignore[arg-type]
+            else:
+                yield SyntaxNode(child, self, off, i)  # type: ignore[arg-type]
+            off += child.text_len
+
+    def children(self) -> Iterator[SyntaxNode]:
+        off = self.offset
+        for i, child in enumerate(self.green.children):
+            if not child.is_token:
+                yield SyntaxNode(child, self, off, i)  # type: ignore[arg-type]
+            off += child.text_len
+
+    def child_tokens(self) -> Iterator[SyntaxToken]:
+        off = self.offset
+        for i, child in enumerate(self.green.children):
+            if child.is_token:
+                yield SyntaxToken(child, self, off, i)  # type: ignore[arg-type]
+            off += child.text_len
+
+    def ancestors(self) -> Iterator[SyntaxNode]:
+        node: SyntaxNode | None = self
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def preorder(self) -> Iterator[SyntaxNode | SyntaxToken]:
+        """Every node and token below (and including) this node, in source order."""
+        stack: list[SyntaxNode | SyntaxToken] = [self]
+        while stack:
+            el = stack.pop()
+            yield el
+            if not el.is_token:
+                stack.extend(reversed(list(el.children_with_tokens())))  # type: ignore[union-attr]
+
+    def descendants(self) -> Iterator[SyntaxNode]:
+        for el in self.preorder():
+            if not el.is_token:
+                yield el  # type: ignore[misc]
+
+    def tokens(self) -> Iterator[SyntaxToken]:
+        for el in self.preorder():
+            if el.is_token:
+                yield el  # type: ignore[misc]
+
+    def first_token(self) -> SyntaxToken | None:
+        node = self
+        while True:
+            kids = list(node.children_with_tokens())
+            if not kids:
+                return None
+            first = kids[0]
+            if first.is_token:
+                return first  # type: ignore[return-value]
+            node = first  # type: ignore[assignment]
+
+    def last_token(self) -> SyntaxToken | None:
+        node = self
+        while True:
+            kids = list(node.children_with_tokens())
+            if not kids:
+                return None
+            last = kids[-1]
+            if last.is_token:
+                return last  # type: ignore[return-value]
+            node = last  # type: ignore[assignment]
+
+    def token_at_offset(self, offset: int) -> SyntaxToken | None:
+        """The token whose span contains ``offset`` (the one to the left at the end)."""
+        if offset < self.offset or offset > self.offset + self.green.text_len:
+            return None
+        node = self
+        while True:
+            found = None
+            last = None
+            for child in node.children_with_tokens():
+                last = child
+                s = child.offset
+                e = s + child.green.text_len
+                if s <= offset < e:
+                    found = child
+                    break
+            if found is None:
+                found = last
+                if found is None:
+                    return None
+            if found.is_token:
+                return found  # type: ignore[return-value]
+            node = found  # type: ignore[assignment]
+
+    def covering_node(self, span: Span) -> SyntaxNode:
+        """The deepest node whose span covers ``span``."""
+        node = self
+        while True:
+            for child in node.children():
+                if child.span.covers(span) and (len(span) > 0 or child.span.contains(span.start)):
+                    node = child
+                    break
+            else:
+                return node
+
+    def child_of_kind(self, kind: SyntaxKind) -> SyntaxNode | None:
+        for c in self.children():
+            if c.kind == kind:
+                return c
+        return None
+
+    def token_of_kind(self, kind: SyntaxKind) -> SyntaxToken | None:
+        for t in self.child_tokens():
+            if t.kind == kind:
+                return t
+        return None
+
+
+def _next_token(tok: SyntaxToken, forward: bool) -> SyntaxToken | None:
+    """The neighbouring token in source order, crossing node boundaries."""
+    el: SyntaxNode | SyntaxToken = tok
+    while el.parent is not None:
+        parent = el.parent
+        siblings = list(parent.children_with_tokens())
+        i = el.index + (1 if forward else -1)
+        while 0 <= i < len(siblings):
+            sib = siblings[i]
+            if sib.is_token:
+                return sib  # type: ignore[return-value]
+            t = sib.first_token() if forward else sib.last_token()  # type: ignore[union-attr]
+            if t is not None:
+                return t
+            i += 1 if forward else -1
+        el = parent
+    return None
+
+
+def debug_tree(node: SyntaxNode | GreenNode, include_trivia: bool = True) -> str:
+    """The indented dump used by corpus tests and `kera parse --tree`."""
+    root = node if isinstance(node, SyntaxNode) else SyntaxNode(node)
+    lines: list[str] = []
+    stack: list[tuple[SyntaxNode | SyntaxToken, int]] = [(root, 0)]
+    while stack:
+        el, depth = stack.pop()
+        pad = "  " * depth
+        if el.is_token:
+            if not include_trivia and el.kind.is_trivia:
+                continue
+            lines.append(f"{pad}{el.kind.name}@{el.span.start}..{el.span.end} {el.text!r}")
+        else:
+            lines.append(f"{pad}{el.kind.name}@{el.span.start}..{el.span.end}")
+            kids = list(el.children_with_tokens())  # type: ignore[union-attr]
+            stack.extend((k, depth + 1) for k in reversed(kids))
+    return "\n".join(lines) + "\n"
