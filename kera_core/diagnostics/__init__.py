@@ -8,6 +8,7 @@ from kera_core.diagnostics.diagnostic import (
     Related,
     Severity,
     error,
+    sort_key,
     warning,
 )
 from kera_core.diagnostics.render import render, render_json
@@ -23,4 +24,5 @@ __all__ = [
     "warning",
     "render",
     "render_json",
+    "sort_key",
 ]

@@ -101,3 +101,8 @@ def error(code: str, span: Span, message: str, **kw) -> Diagnostic:
 
 def warning(code: str, span: Span, message: str, **kw) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, span, message, **kw)
+
+
+def sort_key(d: Diagnostic) -> tuple[int, int, str, str]:
+    """The one order diagnostics are reported in: by position, then code, then message."""
+    return (d.span.start, d.span.end, d.code, d.message)

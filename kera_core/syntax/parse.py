@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic
+from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.source import decode
 from kera_core.syntax.builder import TreeBuilder
 from kera_core.syntax.kinds import SyntaxKind
@@ -59,10 +59,7 @@ def run_rule(
     kinds = _significant(lexed)
     p = Parser(kinds)
     try:
-        if root is None:
-            rule(p)
-        else:
-            rule(p)
+        rule(p)
     except Stuck:
         # A grammar rule made no progress: keep what was parsed, the rest is one ERROR.
         p.events.insert(0, Start(root or K.ERROR))
@@ -73,6 +70,8 @@ def run_rule(
         p.events.append(FINISH)
         p.pos = len(kinds)
     consumed = p.pos == len(kinds)
+    if root is None and not consumed:
+        return GreenNode(K.ERROR, ()), [], False
     builder = TreeBuilder(lexed, cache, base)
     green = builder.run(p.events)
     return green, builder.diagnostics, consumed
@@ -83,5 +82,5 @@ def parse(source: str | bytes, cache: NodeCache | None = None) -> Parse:
     text = decode(source)
     lexed = lex(text)
     green, diags, _ = run_rule(lexed, grammar.source_file, K.SOURCE_FILE, cache or _DEFAULT_CACHE)
-    all_diags = sorted(lexed.diagnostics + diags, key=lambda d: (d.span.start, d.span.end))
+    all_diags = sorted(lexed.diagnostics + diags, key=sort_key)
     return Parse(text, green, all_diags)

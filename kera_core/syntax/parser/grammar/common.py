@@ -93,6 +93,8 @@ def delimited(
     while not p.at(close) and not p.at_eof():
         if p.at_any(first):
             element(p)
+        elif p.at_any(stop) and not p.at(K.COMMA):
+            break  # a token that ends the list early: `expect(close)` reports it
         else:
             recover_until(p, "K0104", f"expected {what}, found {describe(p.current())}", stop)
             if not p.at(K.COMMA):

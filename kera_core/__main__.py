@@ -1,0 +1,5 @@
+import sys
+
+from kera_core.cli import main
+
+sys.exit(main())

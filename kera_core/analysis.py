@@ -1,0 +1,29 @@
+"""One text through every stage that exists, collecting diagnostics.
+
+The CLI's `check` and the language server's diagnostics both come from here (via
+the workspace), so a file is judged the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kera_core.diagnostics import Diagnostic, sort_key
+from kera_core.syntax.parse import Parse, parse
+
+
+@dataclass
+class Analysis:
+    parse: Parse
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+def analyze(source: str | bytes) -> Analysis:
+    p = parse(source)
+    diags = list(p.diagnostics)
+    diags.sort(key=sort_key)
+    return Analysis(p, diags)

@@ -1,0 +1,54 @@
+"""The `kera` command line. Each subcommand lives in its own module; this wires them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kera_core import __version__
+from kera_core.cli import front
+from kera_core.cli.inputs import UsageError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="kera",
+        description="Kera toolchain: parse, format, check, fingerprint and run Kera programs.",
+    )
+    ap.add_argument("--version", action="version", version=f"kera {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        module.register(sub)
+    return ap
+
+
+def _command_modules() -> list:
+    from kera_core.cli import demo
+
+    mods = [front, demo]
+    try:
+        from kera_core.cli import graph
+    except ImportError:  # stage not built yet
+        return mods
+    return [*mods, graph]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.command is None:
+        ap.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"kera: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

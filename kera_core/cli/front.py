@@ -1,0 +1,97 @@
+"""Front-end commands: `kera parse`, `kera fmt`, `kera check`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from kera_core.analysis import analyze
+from kera_core.cli.inputs import UsageError, read_input
+from kera_core.diagnostics import render, render_json
+from kera_core.source import LineIndex, encode
+from kera_core.syntax.parse import parse
+from kera_core.syntax.tree import debug_tree
+
+
+def register(sub) -> None:
+    p = sub.add_parser("parse", help="parse a file; print diagnostics (and the tree with --tree)")
+    p.add_argument("file", help="a .kera file, or - for stdin")
+    p.add_argument("--tree", action="store_true", help="print the lossless syntax tree")
+    p.set_defaults(func=cmd_parse)
+
+    f = sub.add_parser("fmt", help="format files (print, --check or --write)")
+    f.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--check", action="store_true", help="exit 1 if a file is not formatted")
+    g.add_argument("--write", action="store_true", help="rewrite files in place")
+    f.set_defaults(func=cmd_fmt)
+
+    c = sub.add_parser("check", help="report diagnostics of every stage")
+    c.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
+    c.add_argument("--format", choices=["text", "json"], default="text")
+    c.set_defaults(func=cmd_check)
+
+
+def _print_diags(diags, text: str, path: str) -> None:
+    index = LineIndex(text)
+    for d in diags:
+        print(render(d, text, path, index), file=sys.stderr)
+        print(file=sys.stderr)
+
+
+def cmd_parse(args) -> int:
+    inp = read_input(args.file)
+    result = parse(inp.text)
+    if args.tree:
+        sys.stdout.write(debug_tree(result.tree))
+    _print_diags(result.diagnostics, inp.text, inp.path)
+    n_err = sum(d.is_error for d in result.diagnostics)
+    if not args.tree:
+        print(f"{inp.path}: {len(inp.raw)} bytes, {n_err} syntax error(s)")
+    return 1 if n_err else 0
+
+
+def cmd_fmt(args) -> int:
+    from kera_core.fmt import format_text
+
+    if args.write and "-" in args.files:
+        raise UsageError("--write cannot be used with stdin")
+    inputs = [read_input(p) for p in args.files]
+    status = 0
+    for inp in inputs:
+        res = format_text(inp.text)
+        if res.diagnostics:
+            _print_diags(res.diagnostics, inp.text, inp.path)
+            status = max(status, 1)
+            continue
+        if args.check:
+            if res.changed:
+                print(f"{inp.path}: would reformat", file=sys.stderr)
+                status = 1
+        elif args.write:
+            if res.changed:
+                with open(inp.path, "wb") as fh:
+                    fh.write(encode(res.text))
+                print(f"{inp.path}: reformatted", file=sys.stderr)
+        else:
+            sys.stdout.write(res.text)
+    return status
+
+
+def cmd_check(args) -> int:
+    inputs = [read_input(p) for p in args.files]
+    any_err = False
+    rows = []
+    for inp in inputs:
+        a = analyze(inp.text)
+        any_err |= a.has_errors
+        if args.format == "json":
+            rows.extend(json.loads(render_json(a.diagnostics, inp.text, inp.path)))
+        else:
+            _print_diags(a.diagnostics, inp.text, inp.path)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        n = len(inputs)
+        print(f"checked {n} file{'s' if n != 1 else ''}: {'errors found' if any_err else 'ok'}")
+    return 1 if any_err else 0

@@ -1,0 +1,38 @@
+"""Reading command-line inputs: files or `-` for stdin, with clear errors (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from kera_core.source import decode
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs; the CLI prints it and exits 2."""
+
+
+@dataclass
+class Input:
+    path: str  # display path; "<stdin>" for `-`
+    text: str
+    raw: bytes
+
+
+def read_input(path: str) -> Input:
+    if path == "-":
+        raw = sys.stdin.buffer.read()
+        return Input("<stdin>", decode(raw), raw)
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a directory (give .kera files)")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    return Input(path, decode(raw), raw)

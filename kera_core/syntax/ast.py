@@ -1,0 +1,642 @@
+"""Typed AST: thin views over red syntax nodes. Nothing is copied.
+
+Each class wraps one :class:`SyntaxNode` of a known kind and offers typed
+accessors; accessors return ``None`` when the (possibly erroneous) tree lacks the
+part, so later stages must cope with partial programs, as editors need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kera_core.source import Span
+from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.tree import SyntaxNode, SyntaxToken
+
+K = SyntaxKind
+
+
+class AstNode:
+    KIND: SyntaxKind | None = None
+    __slots__ = ("syntax",)
+
+    def __init__(self, syntax: SyntaxNode) -> None:
+        self.syntax = syntax
+
+    @property
+    def span(self) -> Span:
+        return self.syntax.span
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.syntax!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.syntax == other.syntax  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.syntax)
+
+    def _child(self, cls: type[A]) -> A | None:
+        for c in self.syntax.children():
+            if c.kind == cls.KIND:
+                return cls(c)
+        return None
+
+    def _children(self, cls: type[A]) -> Iterator[A]:
+        for c in self.syntax.children():
+            if c.kind == cls.KIND:
+                yield cls(c)
+
+    def _token(self, kind: SyntaxKind) -> SyntaxToken | None:
+        return self.syntax.token_of_kind(kind)
+
+
+from typing import TypeVar  # noqa: E402
+
+A = TypeVar("A", bound=AstNode)
+
+
+def _name_text(node: SyntaxNode | None) -> str | None:
+    if node is None:
+        return None
+    tok = node.token_of_kind(K.IDENT)
+    return tok.text if tok is not None else None
+
+
+class Name(AstNode):
+    KIND = K.NAME
+
+    @property
+    def text(self) -> str:
+        return _name_text(self.syntax) or ""
+
+
+class NameRef(AstNode):
+    KIND = K.NAME_REF
+
+    @property
+    def text(self) -> str:
+        return _name_text(self.syntax) or ""
+
+
+# --- items -------------------------------------------------------------------
+
+
+class Item(AstNode):
+    @property
+    def name(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def is_pub(self) -> bool:
+        return self.syntax.child_of_kind(K.VISIBILITY) is not None
+
+    @property
+    def doc(self) -> str:
+        """The `///` doc comment lines above the item, without the slashes."""
+        lines = []
+        for t in self.syntax.child_tokens():
+            if t.kind == K.DOC_COMMENT:
+                body = t.text[3:]
+                lines.append(body[1:] if body.startswith(" ") else body)
+            elif not t.kind.is_trivia:
+                break
+        return "\n".join(lines)
+
+
+class Fn(Item):
+    KIND = K.FN
+
+    @property
+    def dim_params(self) -> list[Name]:
+        lst = self.syntax.child_of_kind(K.DIM_PARAM_LIST)
+        if lst is None:
+            return []
+        return [n for d in lst.children() for n in AstNode(d)._children(Name)]
+
+    @property
+    def params(self) -> list[Param]:
+        lst = self.syntax.child_of_kind(K.PARAM_LIST)
+        return [] if lst is None else [Param(c) for c in lst.children() if c.kind == K.PARAM]
+
+    @property
+    def param_list(self) -> SyntaxNode | None:
+        return self.syntax.child_of_kind(K.PARAM_LIST)
+
+    @property
+    def ret_type(self) -> Type | None:
+        r = self.syntax.child_of_kind(K.RET_TYPE)
+        return None if r is None else type_of(r)
+
+    @property
+    def effects(self) -> list[SyntaxNode]:
+        lst = self.syntax.child_of_kind(K.EFFECT_LIST)
+        return [] if lst is None else [c for c in lst.children() if c.kind == K.EFFECT]
+
+    @property
+    def effect_list(self) -> SyntaxNode | None:
+        return self.syntax.child_of_kind(K.EFFECT_LIST)
+
+    @property
+    def body(self) -> Block | None:
+        return self._child(Block)
+
+
+class Param(AstNode):
+    KIND = K.PARAM
+
+    @property
+    def name(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def is_mut(self) -> bool:
+        return self._token(K.MUT_KW) is not None
+
+    @property
+    def type(self) -> Type | None:
+        return type_of(self.syntax)
+
+
+class Struct(Item):
+    KIND = K.STRUCT
+
+    @property
+    def fields(self) -> list[Field]:
+        lst = self.syntax.child_of_kind(K.FIELD_LIST)
+        return [] if lst is None else [Field(c) for c in lst.children() if c.kind == K.FIELD]
+
+
+class Field(Item):
+    KIND = K.FIELD
+
+    @property
+    def type(self) -> Type | None:
+        return type_of(self.syntax)
+
+
+class Const(Item):
+    KIND = K.CONST
+
+    @property
+    def type(self) -> Type | None:
+        return type_of(self.syntax)
+
+    @property
+    def value(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class SourceFile(AstNode):
+    KIND = K.SOURCE_FILE
+
+    @property
+    def items(self) -> list[Item]:
+        out: list[Item] = []
+        for c in self.syntax.children():
+            cls = _ITEMS.get(c.kind)
+            if cls is not None:
+                out.append(cls(c))
+        return out
+
+    def functions(self) -> list[Fn]:
+        return [i for i in self.items if isinstance(i, Fn)]
+
+    def structs(self) -> list[Struct]:
+        return [i for i in self.items if isinstance(i, Struct)]
+
+    def consts(self) -> list[Const]:
+        return [i for i in self.items if isinstance(i, Const)]
+
+
+_ITEMS: dict[SyntaxKind, type[Item]] = {K.FN: Fn, K.STRUCT: Struct, K.CONST: Const}
+
+
+# --- types ---------------------------------------------------------------------
+
+
+class Type(AstNode):
+    pass
+
+
+class NamedType(Type):
+    KIND = K.NAMED_TYPE
+
+    @property
+    def name(self) -> NameRef | None:
+        return self._child(NameRef)
+
+
+class TensorType(Type):
+    KIND = K.TENSOR_TYPE
+
+    @property
+    def elem(self) -> NamedType | None:
+        return self._child(NamedType)
+
+    @property
+    def dims(self) -> list[SyntaxNode]:
+        """DIM nodes: each holds an INT token or a NAME_REF."""
+        shape = self.syntax.child_of_kind(K.SHAPE)
+        return [] if shape is None else [c for c in shape.children() if c.kind == K.DIM]
+
+
+class RefType(Type):
+    KIND = K.REF_TYPE
+
+    @property
+    def is_mut(self) -> bool:
+        return self._token(K.MUT_KW) is not None
+
+    @property
+    def inner(self) -> Type | None:
+        return type_of(self.syntax)
+
+
+class SpaceType(Type):
+    KIND = K.SPACE_TYPE
+
+    @property
+    def inner(self) -> Type | None:
+        return type_of(self.syntax)
+
+    @property
+    def space(self) -> NameRef | None:
+        ms = self.syntax.child_of_kind(K.MEM_SPACE)
+        return None if ms is None else AstNode(ms)._child(NameRef)
+
+
+class UnitType(Type):
+    KIND = K.UNIT_TYPE
+
+
+_TYPES: dict[SyntaxKind, type[Type]] = {
+    K.NAMED_TYPE: NamedType,
+    K.TENSOR_TYPE: TensorType,
+    K.REF_TYPE: RefType,
+    K.SPACE_TYPE: SpaceType,
+    K.UNIT_TYPE: UnitType,
+}
+
+
+def type_of(parent: SyntaxNode) -> Type | None:
+    """The first type child of ``parent``."""
+    for c in parent.children():
+        cls = _TYPES.get(c.kind)
+        if cls is not None:
+            return cls(c)
+    return None
+
+
+# --- statements ------------------------------------------------------------------
+
+
+class Block(AstNode):
+    KIND = K.BLOCK
+
+    @property
+    def statements(self) -> list[AstNode]:
+        """LetStmt / ExprStmt in order (the tail expression is not included)."""
+        out: list[AstNode] = []
+        for c in self.syntax.children():
+            if c.kind == K.LET_STMT:
+                out.append(LetStmt(c))
+            elif c.kind == K.EXPR_STMT:
+                out.append(ExprStmt(c))
+        return out
+
+    @property
+    def tail(self) -> Expr | None:
+        """The final expression without `;`, the block's value."""
+        return expr_of(self.syntax)
+
+
+class LetStmt(AstNode):
+    KIND = K.LET_STMT
+
+    @property
+    def name(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def is_mut(self) -> bool:
+        return self._token(K.MUT_KW) is not None
+
+    @property
+    def type(self) -> Type | None:
+        return type_of(self.syntax)
+
+    @property
+    def init(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class ExprStmt(AstNode):
+    KIND = K.EXPR_STMT
+
+    @property
+    def expr(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def has_semi(self) -> bool:
+        return self._token(K.SEMI) is not None
+
+
+# --- expressions ---------------------------------------------------------------
+
+
+class Expr(AstNode):
+    pass
+
+
+class Literal(Expr):
+    KIND = K.LITERAL
+
+    @property
+    def token(self) -> SyntaxToken:
+        for t in self.syntax.child_tokens():
+            if not t.kind.is_trivia:
+                return t
+        raise AssertionError("a LITERAL node always has its token")
+
+
+class PathExpr(Expr):
+    KIND = K.PATH_EXPR
+
+    @property
+    def name(self) -> NameRef | None:
+        return self._child(NameRef)
+
+
+class ParenExpr(Expr):
+    KIND = K.PAREN_EXPR
+
+    @property
+    def inner(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class ArrayExpr(Expr):
+    KIND = K.ARRAY_EXPR
+
+    @property
+    def elements(self) -> list[Expr]:
+        return exprs_of(self.syntax)
+
+
+class BlockExpr(Expr):
+    KIND = K.BLOCK_EXPR
+
+    @property
+    def block(self) -> Block | None:
+        return self._child(Block)
+
+
+class IfExpr(Expr):
+    KIND = K.IF_EXPR
+
+    @property
+    def condition(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def then_branch(self) -> Block | None:
+        return self._child(Block)
+
+    @property
+    def else_branch(self) -> Block | IfExpr | None:
+        """The block after `else`, or a nested `if` for `else if`."""
+        seen_else = False
+        for el in self.syntax.children_with_tokens():
+            if el.kind == K.ELSE_KW:
+                seen_else = True
+            elif seen_else and el.kind == K.BLOCK:
+                return Block(el)  # type: ignore[arg-type]
+            elif seen_else and el.kind == K.IF_EXPR:
+                return IfExpr(el)  # type: ignore[arg-type]
+        return None
+
+
+class ForExpr(Expr):
+    KIND = K.FOR_EXPR
+
+    @property
+    def var(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def iterable(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def body(self) -> Block | None:
+        return self._child(Block)
+
+
+class WhileExpr(Expr):
+    KIND = K.WHILE_EXPR
+
+    @property
+    def condition(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def body(self) -> Block | None:
+        return self._child(Block)
+
+
+class ReturnExpr(Expr):
+    KIND = K.RETURN_EXPR
+
+    @property
+    def value(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class BreakExpr(Expr):
+    KIND = K.BREAK_EXPR
+
+
+class ContinueExpr(Expr):
+    KIND = K.CONTINUE_EXPR
+
+
+class _Binary(Expr):
+    @property
+    def lhs(self) -> Expr | None:
+        es = exprs_of(self.syntax)
+        return es[0] if es else None
+
+    @property
+    def rhs(self) -> Expr | None:
+        es = exprs_of(self.syntax)
+        return es[1] if len(es) > 1 else None
+
+    @property
+    def op(self) -> SyntaxToken | None:
+        for t in self.syntax.child_tokens():
+            if not t.kind.is_trivia:
+                return t
+        return None
+
+
+class BinExpr(_Binary):
+    KIND = K.BIN_EXPR
+
+
+class AssignExpr(_Binary):
+    KIND = K.ASSIGN_EXPR
+
+
+class RangeExpr(_Binary):
+    KIND = K.RANGE_EXPR
+
+    @property
+    def inclusive(self) -> bool:
+        return self._token(K.DOT2EQ) is not None
+
+
+class PrefixExpr(Expr):
+    KIND = K.PREFIX_EXPR
+
+    @property
+    def op(self) -> SyntaxToken | None:
+        return self._token(K.MINUS) or self._token(K.BANG)
+
+    @property
+    def operand(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class RefExpr(Expr):
+    KIND = K.REF_EXPR
+
+    @property
+    def is_mut(self) -> bool:
+        return self._token(K.MUT_KW) is not None
+
+    @property
+    def operand(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+class CastExpr(Expr):
+    KIND = K.CAST_EXPR
+
+    @property
+    def expr(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def type(self) -> Type | None:
+        return type_of(self.syntax)
+
+
+class CallExpr(Expr):
+    KIND = K.CALL_EXPR
+
+    @property
+    def callee(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def args(self) -> list[Expr]:
+        lst = self.syntax.child_of_kind(K.ARG_LIST)
+        return [] if lst is None else exprs_of(lst)
+
+
+class IndexExpr(Expr):
+    KIND = K.INDEX_EXPR
+
+    @property
+    def base(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def indices(self) -> list[Expr]:
+        lst = self.syntax.child_of_kind(K.INDEX_LIST)
+        return [] if lst is None else exprs_of(lst)
+
+
+class FieldExpr(Expr):
+    KIND = K.FIELD_EXPR
+
+    @property
+    def base(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def field(self) -> NameRef | None:
+        return self._child(NameRef)
+
+
+class StructLit(Expr):
+    KIND = K.STRUCT_LIT
+
+    @property
+    def name(self) -> NameRef | None:
+        return self._child(NameRef)
+
+    @property
+    def fields(self) -> list[StructLitField]:
+        lst = self.syntax.child_of_kind(K.STRUCT_LIT_FIELD_LIST)
+        return [] if lst is None else list(AstNode(lst)._children(StructLitField))
+
+
+class StructLitField(AstNode):
+    KIND = K.STRUCT_LIT_FIELD
+
+    @property
+    def name(self) -> NameRef | None:
+        return self._child(NameRef)
+
+    @property
+    def value(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+
+EXPRS: dict[SyntaxKind, type[Expr]] = {
+    cls.KIND: cls  # type: ignore[misc]
+    for cls in (
+        Literal,
+        PathExpr,
+        ParenExpr,
+        ArrayExpr,
+        BlockExpr,
+        IfExpr,
+        ForExpr,
+        WhileExpr,
+        ReturnExpr,
+        BreakExpr,
+        ContinueExpr,
+        BinExpr,
+        AssignExpr,
+        RangeExpr,
+        PrefixExpr,
+        RefExpr,
+        CastExpr,
+        CallExpr,
+        IndexExpr,
+        FieldExpr,
+        StructLit,
+    )
+}
+
+
+def as_expr(node: SyntaxNode) -> Expr | None:
+    cls = EXPRS.get(node.kind)
+    return None if cls is None else cls(node)
+
+
+def expr_of(parent: SyntaxNode) -> Expr | None:
+    """The first expression child of ``parent``."""
+    for c in parent.children():
+        cls = EXPRS.get(c.kind)
+        if cls is not None:
+            return cls(c)
+    return None
+
+
+def exprs_of(parent: SyntaxNode) -> list[Expr]:
+    return [EXPRS[c.kind](c) for c in parent.children() if c.kind in EXPRS]

@@ -1,0 +1,202 @@
+"""Incremental reparsing: apply one text edit to a previous parse.
+
+Three strategies, cheapest first (rust-analyzer's ``reparsing.rs`` in spirit):
+
+1. **Relex one token**: the edit lies inside one identifier, literal, comment or
+   whitespace token and relexing gives one token of the same kind. The parser only
+   sees kinds, so the tree shape cannot change: swap the token, shift diagnostics.
+2. **Reparse a block**: the edit lies strictly inside the innermost ``{ … }`` BLOCK
+   whose new text is still balanced; parse that text alone with the block rule and
+   splice the new green node into the old tree (path copying).
+3. **Full parse** otherwise.
+
+The result is always identical to a full parse of the new text (a property test
+checks this), including diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kera_core.diagnostics import Diagnostic, sort_key
+from kera_core.source import Span, encode
+from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.lexer import lex
+from kera_core.syntax.parse import _DEFAULT_CACHE, Parse, parse, run_rule
+from kera_core.syntax.parser import grammar
+from kera_core.syntax.parser.parser import MAX_DEPTH
+from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache, SyntaxNode, SyntaxToken
+
+K = SyntaxKind
+
+_RELEXABLE = frozenset({K.WHITESPACE, K.COMMENT, K.DOC_COMMENT, K.IDENT, K.INT, K.FLOAT, K.STRING})
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replace bytes ``span`` of the old text with ``new_text``."""
+
+    span: Span
+    new_text: str
+
+
+def apply_edit(text: str, edit: TextEdit) -> str:
+    if text.isascii():
+        return text[: edit.span.start] + edit.new_text + text[edit.span.end :]
+    raw = encode(text)
+    return (raw[: edit.span.start] + encode(edit.new_text) + raw[edit.span.end :]).decode(
+        "utf-8", "surrogateescape"
+    )
+
+
+def _byte_slice(text: str, start: int, end: int) -> str:
+    if text.isascii():
+        return text[start:end]
+    return encode(text)[start:end].decode("utf-8", "surrogateescape")
+
+
+def reparse(old: Parse, edit: TextEdit, cache: NodeCache | None = None) -> tuple[Parse, str]:
+    """The parse of the edited text, and which strategy produced it ("token", "block", "full")."""
+    cache = cache or _DEFAULT_CACHE
+    new_text = apply_edit(old.text, edit)
+    if not any(d.code == "K0108" or d.code == "K0109" for d in old.diagnostics):
+        result = _relex_token(old, edit, new_text, cache)
+        if result is not None:
+            return result, "token"
+        result = _reparse_block(old, edit, new_text, cache)
+        if result is not None:
+            return result, "block"
+    return parse(new_text, cache), "full"
+
+
+def _splice(node: SyntaxNode | SyntaxToken, new_green: GreenNode | GreenToken) -> GreenNode:
+    """Replace ``node`` by ``new_green`` and rebuild its ancestors (path copying)."""
+    green = new_green
+    el = node
+    while el.parent is not None:
+        green = el.parent.green.replace_child(el.index, green)  # type: ignore[arg-type]
+        el = el.parent
+    return green  # type: ignore[return-value]
+
+
+def _shift_diagnostics(
+    diags: list[Diagnostic], start: int, old_end: int, delta: int, replaced: list[Diagnostic]
+) -> list[Diagnostic]:
+    """Keep diagnostics before ``start``, shift those after ``old_end``, drop those inside."""
+    out: list[Diagnostic] = []
+    for d in diags:
+        if d.span.end <= start and d.span.start < start:
+            out.append(d)
+        elif d.span.start >= old_end:
+            out.append(d.shifted(delta) if delta else d)
+    out.extend(replaced)
+    out.sort(key=sort_key)
+    return out
+
+
+def _relex_token(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) -> Parse | None:
+    root = old.tree
+    tok = root.token_at_offset(edit.span.start)
+    if tok is None or tok.kind not in _RELEXABLE:
+        return None
+    span = tok.span
+    if not (span.start < edit.span.start and edit.span.end < span.end):
+        return None  # must stay strictly inside, away from both neighbours
+    delta = len(encode(edit.new_text)) - len(edit.span)
+    new_tok_text = _byte_slice(new_text, span.start, span.end + delta)
+    prev = tok.prev_token()
+    nxt = tok.next_token()
+    probe = (prev.text if prev else "") + new_tok_text + (nxt.text if nxt else "")
+    lexed = lex(probe)
+    want = [(prev.kind, prev.text)] if prev is not None else []
+    want.append((tok.kind, new_tok_text))
+    if nxt is not None:
+        want.append((nxt.kind, nxt.text))
+    if list(zip(lexed.kinds, lexed.texts, strict=False)) != want or len(lexed.kinds) != len(want):
+        return None
+    if tok.kind == K.WHITESPACE and min(tok.text.count("\n"), 2) != min(
+        new_tok_text.count("\n"), 2
+    ):
+        return None  # blank lines decide which item a comment belongs to
+    new_green = _splice(tok, cache.token(tok.kind, new_tok_text))
+    diags: list[Diagnostic] = []
+    for d in old.diagnostics:
+        if d.span.start >= span.end:
+            diags.append(d.shifted(delta))
+        elif d.span.end <= span.start:
+            diags.append(d)
+        elif d.code.startswith("K00") and span.covers(d.span):
+            continue  # the token's own lexical diagnostics are recomputed below
+        elif d.span == span:
+            diags.append(_stretch(d, delta))
+        else:
+            return None
+    diags.extend(lex(new_tok_text, base=span.start).diagnostics)
+    diags.sort(key=sort_key)
+    return Parse(new_text, new_green, diags)
+
+
+def _stretch(d: Diagnostic, delta: int) -> Diagnostic:
+    return Diagnostic(
+        d.code, d.severity, Span(d.span.start, d.span.end + delta), d.message, d.related, d.fix
+    )
+
+
+def _reparse_block(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) -> Parse | None:
+    root = old.tree
+    node = root.covering_node(edit.span)
+    while node is not None and not (
+        node.kind == K.BLOCK and node.span.start < edit.span.start and edit.span.end < node.span.end
+    ):
+        node = node.parent
+    if node is None:
+        return None
+    span = node.span
+    if any(d.span.start == span.start for d in old.diagnostics if not d.code.startswith("K00")):
+        return None  # a diagnostic reported at the `{` belongs to the enclosing construct
+    delta = len(encode(edit.new_text)) - len(edit.span)
+    block_text = _byte_slice(new_text, span.start, span.end + delta)
+    lexed = lex(block_text, base=span.start)
+    if not _is_balanced(lexed.kinds):
+        return None
+    ancestors = sum(1 for _ in node.ancestors())
+    if 2 * ancestors + 2 * _max_nesting(lexed.kinds) + 8 >= MAX_DEPTH:
+        return None  # the depth limit could act differently in context
+    green, parse_diags, consumed = run_rule(lexed, grammar.block, None, cache, base=span.start)
+    if not consumed or green.kind != K.BLOCK or green.text_len != span.end + delta - span.start:
+        return None
+    new_root = _splice(node, green)
+    diags = _shift_diagnostics(
+        old.diagnostics, span.start, span.end, delta, lexed.diagnostics + parse_diags
+    )
+    return Parse(new_text, new_root, diags)
+
+
+def _is_balanced(kinds: list[SyntaxKind]) -> bool:
+    sig = [k for k in kinds if not k.is_trivia]
+    if len(sig) < 2 or sig[0] != K.L_BRACE or sig[-1] != K.R_BRACE:
+        return False
+    if kinds[0] != K.L_BRACE or kinds[-1] != K.R_BRACE:
+        return False
+    depth = 0
+    for i, k in enumerate(sig):
+        if k == K.L_BRACE:
+            depth += 1
+        elif k == K.R_BRACE:
+            depth -= 1
+            if depth == 0 and i != len(sig) - 1:
+                return False
+        if k == K.ERROR_TOKEN:
+            return False  # an unterminated comment or string may swallow the rest
+    return depth == 0
+
+
+def _max_nesting(kinds: list[SyntaxKind]) -> int:
+    depth = best = 0
+    for k in kinds:
+        if k in (K.L_BRACE, K.L_PAREN, K.L_BRACK):
+            depth += 1
+            best = max(best, depth)
+        elif k in (K.R_BRACE, K.R_PAREN, K.R_BRACK):
+            depth -= 1
+    return best

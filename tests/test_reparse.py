@@ -1,0 +1,102 @@
+"""Incremental reparsing equals a full reparse after any sequence of edits."""
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kera_core
+from kera_core.source import Span, encode
+from kera_core.syntax.reparse import TextEdit, reparse
+
+BASE = """/// y <- a*x + y
+pub fn saxpy[N](a: f32, x: &f32[N], y: &mut f32[N]) {
+    for i in 0..N {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+fn helper(a: f32) -> f32 {
+    let x = a * 2.0; // twice
+    if x > 1.0 { x } else { -x }
+}
+
+struct P { x: f32, y: f32 }
+"""
+
+PIECES = ["a", "1", ".", " ", "\n", "{", "}", "(", ")", ";", "+", "let ", "fn ", '"', "/*",
+          "*/", "//", "x", "é", "💥", "\n\n", "///", "if x { y }", "0..N", "\xff"]  # fmt: skip
+
+
+def _snap(raw: bytes, i: int) -> int:
+    while i < len(raw) and (raw[i] & 0xC0) == 0x80:
+        i += 1
+    return i
+
+
+def _check(old, edit):
+    new, how = reparse(old, edit)
+    full = kera_core.parse(new.text)
+    assert str(new.green) == new.text
+    assert new.green == full.green, how
+    assert new.diagnostics == full.diagnostics, how
+    return new, how
+
+
+edits = st.lists(
+    st.tuples(st.floats(0, 1), st.integers(0, 6), st.lists(st.sampled_from(PIECES), max_size=3)),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(edits)
+def test_random_edit_sequences_match_full_parse(seq):
+    p = kera_core.parse(BASE)
+    for where, length, pieces in seq:
+        raw = encode(p.text)
+        s = _snap(raw, int(where * len(raw)))
+        e = _snap(raw, min(len(raw), s + length))
+        p, _ = _check(p, TextEdit(Span(s, e), "".join(pieces)))
+
+
+def test_each_strategy_is_used_and_correct():
+    rng = random.Random(7)
+    seen = set()
+    p = kera_core.parse(BASE)
+    for _ in range(400):
+        text = p.text
+        body = text.index("{", text.index("fn helper")) + 1
+        s = rng.randrange(body, text.index("\n}\n", body))
+        ins = rng.choice(["q", " ", "x + 1; ", "2", "let z = 3;", "{ y }", "// c\n"])
+        p, how = _check(p, TextEdit(Span(s, s), ins))
+        seen.add(how)
+        if len(p.text) > 3000:
+            p = kera_core.parse(BASE)
+    assert seen == {"token", "block", "full"}
+
+
+def test_edit_inside_identifier_relexes_one_token():
+    p = kera_core.parse(BASE)
+    i = p.text.index("helper") + 2
+    new, how = _check(p, TextEdit(Span(i, i), "lp"))
+    assert how == "token"
+    assert "helplper" in new.text
+
+
+def test_edit_in_body_reparses_block_and_shares_other_items():
+    p = kera_core.parse(BASE)
+    i = p.text.index("let x")
+    new, how = _check(p, TextEdit(Span(i, i), "let w = 1; "))
+    assert how == "block"
+    old_items = list(p.green.children)
+    new_items = list(new.green.children)
+    # the untouched items are the very same green objects
+    assert old_items[0] is new_items[0]
+    assert old_items[-1] is new_items[-1]
+
+
+def test_blank_line_change_between_comment_and_item_is_full():
+    text = "// c\n\nfn f() {}\n"
+    p = kera_core.parse(text)
+    _check(p, TextEdit(Span(5, 6), ""))

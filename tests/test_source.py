@@ -1,0 +1,82 @@
+"""Positions: byte offsets <-> (line, UTF-16 column) <-> (line, UTF-8 column)."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kera_core.source import LineIndex, Span, decode, encode, slice_bytes, utf8_len
+
+
+def test_ascii_positions():
+    idx = LineIndex("ab\ncd\n")
+    assert idx.to_utf16(0) == (0, 0)
+    assert idx.to_utf16(4) == (1, 1)
+    assert idx.from_utf16(1, 1) == 4
+    assert idx.to_utf16(6) == (2, 0)
+
+
+def test_emoji_is_two_utf16_units_and_four_bytes():
+    text = "a💥b\n"
+    idx = LineIndex(text)
+    b = text.index("b")
+    assert utf8_len(text[:b]) == 5
+    assert idx.to_utf16(5) == (0, 3)
+    assert idx.to_utf8(5) == (0, 5)
+    assert idx.to_chars(5) == (0, 2)
+    assert idx.from_utf16(0, 3) == 5
+    # a column inside the surrogate pair stays before the emoji
+    assert idx.from_utf16(0, 2) == 1
+
+
+def test_cjk_and_combining_marks():
+    text = "x = 漢字;\ne\u0301 // é\n"
+    idx = LineIndex(text)
+    semi = utf8_len(text[: text.index(";")])
+    assert semi == 4 + 6
+    assert idx.to_utf16(semi) == (0, 6)
+    line1 = utf8_len(text[: text.index("\n") + 1])
+    after_mark = line1 + 3  # 'e' (1 byte) + U+0301 (2 bytes)
+    assert idx.to_utf16(after_mark) == (1, 2)
+    assert idx.from_utf16(1, 2) == after_mark
+
+
+def test_offsets_inside_a_character_clamp_to_its_start():
+    idx = LineIndex("漢x")
+    assert idx.to_utf16(1) == (0, 0)
+    assert idx.to_utf16(2) == (0, 0)
+    assert idx.to_utf16(3) == (0, 1)
+
+
+def test_past_the_end_clamps():
+    idx = LineIndex("ab\ncd")
+    assert idx.from_utf16(0, 99) == 2
+    assert idx.from_utf16(9, 0) == 5
+    assert idx.to_utf16(99) == (1, 2)
+
+
+def test_crlf_line_text():
+    idx = LineIndex("a\r\nb")
+    assert idx.line_text(0) == "a"
+    assert idx.to_utf16(3) == (1, 0)
+
+
+def test_invalid_utf8_round_trips():
+    raw = b"ok \xff\xfe end"
+    text = decode(raw)
+    assert encode(text) == raw
+    assert utf8_len(text) == len(raw)
+    assert slice_bytes(text, Span(3, 5)) == "\udcff\udcfe"
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60))
+def test_every_char_boundary_round_trips(text):
+    idx = LineIndex(text)
+    raw = text.encode()
+    for i in range(len(text) + 1):
+        off = len(text[:i].encode())
+        line, col16 = idx.to_utf16(off)
+        assert idx.from_utf16(line, col16) == off
+        line8, col8 = idx.to_utf8(off)
+        assert idx.from_utf8(line8, col8) == off
+        assert idx.char_to_byte(i) == off
+        assert idx.byte_to_char(off) == i
+    assert idx.len_bytes == len(raw)
