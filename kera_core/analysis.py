@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, sort_key
+from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.syntax.parse import Parse, parse
 
 
 @dataclass
 class Analysis:
     parse: Parse
+    module: Module
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -22,8 +24,10 @@ class Analysis:
         return any(d.is_error for d in self.diagnostics)
 
 
-def analyze(source: str | bytes) -> Analysis:
+def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis:
+    """Parse and lower; a file with syntax errors is still lowered (the tree is partial)."""
     p = parse(source)
-    diags = list(p.diagnostics)
+    module = lower_module(p, cache)
+    diags = list(p.diagnostics) + module.diagnostics
     diags.sort(key=sort_key)
-    return Analysis(p, diags)
+    return Analysis(p, module, diags)

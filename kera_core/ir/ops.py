@@ -1,0 +1,516 @@
+"""The opcode registry: each operation's arity, effect, type rule and meaning, in one place.
+
+A type rule takes the input types and the node's attributes and returns the output
+types, or raises :class:`TypeRuleError` with a readable message. The graph builder
+uses these rules to type what it builds, and :mod:`kera_core.ir.verify` re-runs
+them over a finished graph, so a node whose stored types disagree with its inputs
+is caught wherever it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kera_core.ir.types import (
+    BOOL,
+    I64,
+    TOKEN,
+    Dim,
+    FnType,
+    Prim,
+    RangeType,
+    Ref,
+    Struct,
+    Tensor,
+    Type,
+    display_dim,
+    strip_ref,
+)
+
+
+class TypeRuleError(Exception):
+    """An operation was applied to operands of the wrong types or shapes."""
+
+    def __init__(self, message: str, code: str = "K0301") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+Rule = Callable[[tuple[Type, ...], dict], tuple[Type, ...]]
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    arity: int | None  # None: variadic
+    rule: Rule
+    effect: str | None
+    doc: str
+
+
+REGISTRY: dict[str, OpInfo] = {}
+
+
+def op(name: str, arity: int | None, doc: str, effect: str | None = None):
+    def deco(rule: Rule) -> Rule:
+        REGISTRY[name] = OpInfo(name, arity, rule, effect, doc)
+        return rule
+
+    return deco
+
+
+def info(name: str) -> OpInfo:
+    return REGISTRY[name]
+
+
+def infer(name: str, inputs: tuple[Type, ...], attrs: dict) -> tuple[Type, ...]:
+    spec = REGISTRY[name]
+    if spec.arity is not None and len(inputs) != spec.arity:
+        raise TypeRuleError(f"`{name}` takes {spec.arity} operand(s), got {len(inputs)}", "K0303")
+    return spec.rule(inputs, attrs)
+
+
+# --- shape helpers -------------------------------------------------------------
+
+
+def value_type(t: Type) -> Type:
+    """Reading through a shared or mutable reference gives the referenced value."""
+    return strip_ref(t)
+
+
+def broadcast_shapes(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """NumPy-style broadcasting, right-aligned; a dimension broadcasts only if it is 1.
+
+    Two symbolic dimensions must be the same symbol; a symbol against a static size
+    other than 1 is an error (the size is not known to match).
+    """
+    out: list[Dim] = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else 1
+        db = b[-i] if i <= len(b) else 1
+        if da == db:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        else:
+            raise TypeRuleError(f"cannot broadcast dimension {da} against {db}", "K0305")
+    return tuple(reversed(out))
+
+
+def _shape_space(t: Type) -> tuple[tuple[Dim, ...], str | None]:
+    if isinstance(t, Tensor):
+        return t.shape, t.space
+    return (), None
+
+
+def _elementwise(types: tuple[Type, ...], check_elem: Callable[[Prim], bool], what: str) -> tuple:
+    """Common part of elementwise rules: operand elements equal, shapes broadcast."""
+    vals = [value_type(t) for t in types]
+    elem: Prim | None = None
+    shape: tuple[Dim, ...] = ()
+    space: str | None = None
+    for t in vals:
+        if isinstance(t, Prim):
+            e = t
+        elif isinstance(t, Tensor):
+            e = t.elem
+        else:
+            raise TypeRuleError(f"expected {what}, found `{t}`", "K0308")
+        if not check_elem(e):
+            raise TypeRuleError(f"expected {what}, found `{t}`", "K0308")
+        if elem is None:
+            elem = e
+        elif e != elem:
+            raise TypeRuleError(
+                f"operands have different element types: `{vals[0]}` and `{t}`"
+                " (use `as` to convert)",
+                "K0301",
+            )
+        s, sp = _shape_space(t)
+        if sp is not None:
+            if space is not None and sp != space:
+                raise TypeRuleError(
+                    f"operands live in different memory spaces: @{space} and @{sp}", "K0406"
+                )
+            space = sp
+        shape = broadcast_shapes(shape, s)
+    assert elem is not None
+    return elem, shape, space
+
+
+def _make(elem: Prim, shape: tuple[Dim, ...], space: str | None) -> Type:
+    if not shape and space is None:
+        return elem
+    return Tensor(elem, shape, space or "host")
+
+
+def _numeric(p: Prim) -> bool:
+    return p.name != "bool"
+
+
+def _float(p: Prim) -> bool:
+    return p.is_float
+
+
+def _integral(p: Prim) -> bool:
+    return p.is_int or p.name == "bool"
+
+
+# --- leaves ----------------------------------------------------------------------
+
+
+@op("const", 0, "a constant; attr `value` is the integer value or the IEEE-754 bit pattern")
+def _const(inputs, attrs):
+    return (attrs["type"],)
+
+
+@op("param", 0, "the region's parameter number `index`, of type `type`")
+def _param(inputs, attrs):
+    return (attrs["type"],)
+
+
+@op("dim", 0, "the run-time size bound to the function's dimension parameter `index`")
+def _dim(inputs, attrs):
+    return (I64,)
+
+
+# --- elementwise arithmetic --------------------------------------------------------
+
+for _name, _doc in [
+    ("add", "a + b, rounded once (IEEE-754) or wrapping"),
+    ("sub", "a - b, rounded once or wrapping"),
+    ("mul", "a * b, rounded once or wrapping"),
+    ("div", "a / b; integer division truncates toward zero, x / 0 is a checked error"),
+    ("rem", "remainder with the sign of the dividend"),
+    ("minimum", "the smaller operand; NaN if either is NaN; -0 < +0"),
+    ("maximum", "the larger operand; NaN if either is NaN; -0 < +0"),
+]:
+
+    @op(_name, 2, _doc)
+    def _arith(inputs, attrs):
+        return (_make(*_elementwise(inputs, _numeric, "a number or numeric tensor")),)
+
+
+for _name, _doc in [
+    ("and", "bitwise and (logical and on bool)"),
+    ("or", "bitwise or (logical or on bool)"),
+    ("xor", "bitwise exclusive or"),
+    ("shl", "shift left, the count taken modulo the bit width"),
+    ("shr", "shift right (arithmetic for signed types), count modulo the bit width"),
+]:
+
+    @op(_name, 2, _doc)
+    def _bits(inputs, attrs):
+        return (_make(*_elementwise(inputs, _integral, "an integer or bool")),)
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+
+    @op(_name, 2, "IEEE-754 comparison (false with NaN, except `ne`); integer comparison")
+    def _cmp(inputs, attrs):
+        _, shape, space = _elementwise(inputs, lambda p: True, "comparable operands")
+        return (_make(BOOL, shape, space),)
+
+
+@op("land", 2, "logical and of two bools (both sides are evaluated; they are pure)")
+def _land(inputs, attrs):
+    return (_make(*_elementwise(inputs, lambda p: p == BOOL, "bool")),)
+
+
+@op("lor", 2, "logical or of two bools (both sides are evaluated; they are pure)")
+def _lor(inputs, attrs):
+    return (_make(*_elementwise(inputs, lambda p: p == BOOL, "bool")),)
+
+
+@op("neg", 1, "negation: flips the sign bit of floats, wraps for integers")
+def _neg(inputs, attrs):
+    return (_make(*_elementwise(inputs, _numeric, "a number")),)
+
+
+@op("not", 1, "logical not of bool, bitwise not of integers")
+def _not(inputs, attrs):
+    return (_make(*_elementwise(inputs, _integral, "a bool or integer")),)
+
+
+@op("abs", 1, "absolute value (clears the sign bit of floats; wraps for the minimum integer)")
+def _abs(inputs, attrs):
+    return (_make(*_elementwise(inputs, _numeric, "a number")),)
+
+
+for _name in ("exp", "log", "sqrt", "tanh", "sigmoid"):
+
+    @op(_name, 1, "elementwise; defined in docs/semantics.md as a fixed sequence of operations")
+    def _unary_float(inputs, attrs):
+        return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
+@op("fma", 3, "a*b+c with one rounding; the only fused operation in Kera")
+def _fma(inputs, attrs):
+    return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
+@op("cast", 1, "convert each element to `to` (saturating float->int, NaN -> 0)")
+def _cast(inputs, attrs):
+    t = value_type(inputs[0])
+    to: Prim = attrs["to"]
+    if isinstance(t, Prim):
+        return (to,)
+    if isinstance(t, Tensor):
+        return (Tensor(to, t.shape, t.space),)
+    raise TypeRuleError(f"cannot cast `{t}` to `{to}`", "K0313")
+
+
+@op("select", 3, "the second operand if the bool scalar is true, else the third (whole values)")
+def _select(inputs, attrs):
+    c, a, b = (value_type(t) for t in inputs)
+    if c != BOOL:
+        raise TypeRuleError(f"select needs a bool condition, found `{c}`")
+    if a != b:
+        raise TypeRuleError(f"select branches differ: `{a}` and `{b}`")
+    return (a,)
+
+
+# --- tensors -----------------------------------------------------------------------
+
+
+def _tensor_arg(t: Type, what: str) -> Tensor:
+    v = value_type(t)
+    if not isinstance(v, Tensor):
+        raise TypeRuleError(f"{what} expects a tensor, found `{t}`", "K0308")
+    return v
+
+
+def _index_types(inputs: tuple[Type, ...], rank: int) -> None:
+    if len(inputs) != rank:
+        raise TypeRuleError(f"expected {rank} index(es), found {len(inputs)}", "K0304")
+    for t in inputs:
+        if not (isinstance(t, Prim) and t.is_int):
+            raise TypeRuleError(f"an index must be an integer, found `{t}`", "K0301")
+
+
+@op("index", None, "read one element: tensor, then one integer index per dimension")
+def _index(inputs, attrs):
+    t = _tensor_arg(inputs[0], "indexing")
+    _index_types(inputs[1:], t.rank)
+    return (t.elem,)
+
+
+@op("update", None, "a copy of the tensor with one element replaced (a functional store)")
+def _update(inputs, attrs):
+    t = _tensor_arg(inputs[0], "assignment")
+    _index_types(inputs[1:-1], t.rank)
+    v = value_type(inputs[-1])
+    if v != t.elem:
+        raise TypeRuleError(f"cannot store `{v}` into an element of `{t}`", "K0301")
+    return (t,)
+
+
+@op("full", 1, "a tensor of type `type` with every element equal to the operand")
+def _full(inputs, attrs):
+    t: Tensor = attrs["type"]
+    if value_type(inputs[0]) != t.elem:
+        raise TypeRuleError(f"fill value `{inputs[0]}` does not match `{t.elem}`", "K0301")
+    return (t,)
+
+
+@op("array", None, "a tensor from its elements in order (stacking tensors adds a dimension)")
+def _array(inputs, attrs):
+    if not inputs:
+        raise TypeRuleError("an array literal needs at least one element", "K0301")
+    e = value_type(inputs[0])
+    for t in inputs[1:]:
+        if value_type(t) != e:
+            raise TypeRuleError(f"array elements differ: `{e}` and `{t}`", "K0301")
+    if isinstance(e, Prim):
+        return (Tensor(e, (len(inputs),)),)
+    if isinstance(e, Tensor) and e.space == "host":
+        return (Tensor(e.elem, (len(inputs), *e.shape)),)
+    raise TypeRuleError(f"array elements must be numbers or host tensors, found `{e}`", "K0301")
+
+
+for _name, _doc in [
+    ("sum", "sum of all elements in the canonical reduction order (docs/semantics.md)"),
+    ("max", "largest element; NaN if any element is NaN"),
+    ("min", "smallest element; NaN if any element is NaN"),
+    ("mean", "sum / count, each step rounded once"),
+]:
+
+    @op(_name, 1, _doc)
+    def _reduce(inputs, attrs):
+        t = _tensor_arg(inputs[0], "a reduction")
+        if not t.elem.is_float and not t.elem.is_int:
+            raise TypeRuleError(f"cannot reduce `{t}`", "K0308")
+        return (t.elem,)
+
+
+@op("argmax", 1, "index of the largest element; ties break to the lowest index")
+def _argmax(inputs, attrs):
+    _tensor_arg(inputs[0], "argmax")
+    return (I64,)
+
+
+@op("dot", 2, "sum of elementwise products of two equal-shape vectors, canonical order")
+def _dot(inputs, attrs):
+    a = _tensor_arg(inputs[0], "dot")
+    b = _tensor_arg(inputs[1], "dot")
+    if a.rank != 1 or b.rank != 1:
+        raise TypeRuleError(f"dot expects two vectors, found `{a}` and `{b}`", "K0302")
+    if a.elem != b.elem:
+        raise TypeRuleError(f"dot operands differ: `{a}` and `{b}`", "K0301")
+    if a.shape != b.shape:
+        raise TypeRuleError(f"dot operands have different lengths: `{a}` and `{b}`", "K0302")
+    return (a.elem,)
+
+
+@op("matmul", 2, "[M, K] x [K, N] -> [M, N] (or matrix-vector), k summed in increasing order")
+def _matmul(inputs, attrs):
+    a = _tensor_arg(inputs[0], "matmul")
+    b = _tensor_arg(inputs[1], "matmul")
+    if a.rank not in (1, 2) or b.rank not in (1, 2) or a.rank + b.rank < 3:
+        raise TypeRuleError(
+            f"matmul expects a matrix and a matrix or vector, found `{a}` and `{b}`", "K0302"
+        )
+    if a.elem != b.elem:
+        raise TypeRuleError(f"matmul operands differ: `{a}` and `{b}`", "K0301")
+    if a.space != b.space:
+        raise TypeRuleError(f"matmul operands live in @{a.space} and @{b.space}", "K0406")
+    if a.shape[-1] != b.shape[0]:
+        raise TypeRuleError(
+            f"matmul inner dimensions differ: `{a}` has {display_dim(a.shape[-1])} columns, "
+            f"`{b}` has {display_dim(b.shape[0])} rows",
+            "K0306",
+        )
+    return (Tensor(a.elem, a.shape[:-1] + b.shape[1:], a.space),)
+
+
+@op("softmax", 1, "exp(x - max(x)) / sum(exp(x - max(x))) over a vector")
+def _softmax(inputs, attrs):
+    t = _tensor_arg(inputs[0], "softmax")
+    if not t.elem.is_float:
+        raise TypeRuleError(f"softmax expects floats, found `{t}`", "K0308")
+    return (t,)
+
+
+@op("layernorm", 2, "(x - mean) / sqrt(var + eps) over a vector")
+def _layernorm(inputs, attrs):
+    t = _tensor_arg(inputs[0], "layernorm")
+    if not t.elem.is_float or value_type(inputs[1]) != t.elem:
+        raise TypeRuleError(f"layernorm expects a float vector and an `{t.elem}` eps", "K0301")
+    return (t,)
+
+
+@op("conv1d", 2, "out[i] = sum_j x[i + j] * k[j], x read as 0 past its end; out has x's shape")
+def _conv1d(inputs, attrs):
+    x = _tensor_arg(inputs[0], "conv1d")
+    k = _tensor_arg(inputs[1], "conv1d")
+    if x.rank != 1 or k.rank != 1 or x.elem != k.elem or not x.elem.is_float:
+        raise TypeRuleError(f"conv1d expects two float vectors, found `{x}` and `{k}`", "K0302")
+    return (x,)
+
+
+# --- structs -------------------------------------------------------------------------
+
+
+@op("struct", None, "a struct value of type `type` from its fields, in declaration order")
+def _struct(inputs, attrs):
+    t: Struct = attrs["type"]
+    if len(inputs) != len(t.fields):
+        raise TypeRuleError(f"`{t.name}` has {len(t.fields)} fields", "K0312")
+    for (fname, ftype), it in zip(t.fields, inputs, strict=True):
+        if value_type(it) != ftype:
+            raise TypeRuleError(f"field `{fname}` is `{ftype}`, found `{it}`", "K0301")
+    return (t,)
+
+
+@op("field", 1, "field number `index` of a struct")
+def _field(inputs, attrs):
+    t = value_type(inputs[0])
+    if not isinstance(t, Struct):
+        raise TypeRuleError(f"`{t}` has no fields", "K0204")
+    return (t.fields[attrs["index"]][1],)
+
+
+@op("set_field", 2, "a copy of the struct with field number `index` replaced")
+def _set_field(inputs, attrs):
+    t = value_type(inputs[0])
+    if not isinstance(t, Struct):
+        raise TypeRuleError(f"`{t}` has no fields", "K0204")
+    if value_type(inputs[1]) != t.fields[attrs["index"]][1]:
+        raise TypeRuleError("field type mismatch", "K0301")
+    return (t,)
+
+
+# --- control flow, calls, effects ------------------------------------------------------
+
+
+@op("range", 2, "the half-open integer range [a, b) (`inclusive`: [a, b])")
+def _range(inputs, attrs):
+    a, b = value_type(inputs[0]), value_type(inputs[1])
+    if not (isinstance(a, Prim) and a.is_int) or a != b:
+        raise TypeRuleError(f"range bounds must be the same integer type, found `{a}`, `{b}`")
+    return (RangeType(a),)
+
+
+def _declared(inputs, attrs):
+    return tuple(attrs["results"])
+
+
+for _name, _doc in [
+    (
+        "for",
+        "for loop: inputs range, carried..., captured...; body region(i, carried..., "
+        "captured...) yields the next carried values; outputs the final carried values",
+    ),
+    (
+        "while",
+        "while loop: inputs carried..., captured...; regions cond(carried, captured) -> "
+        "bool and body(carried, captured) -> carried; outputs the final carried values",
+    ),
+    ("if", "if: inputs cond, captured...; regions then/else(captured...) yield the outputs"),
+    ("call", "call the function whose hash is `callee` (type `fn`); outputs its outputs"),
+]:
+    REGISTRY[_name] = OpInfo(_name, None, _declared, None, _doc)
+
+
+@op(
+    "print",
+    None,
+    "write a value (or attr `text`) to standard output; token in, token out",
+    effect="io",
+)
+def _print(inputs, attrs):
+    if not inputs or inputs[0] != TOKEN or len(inputs) > 2:
+        raise TypeRuleError("print takes the effect token and at most one value")
+    return (TOKEN,)
+
+
+for _name in ("move_to", "copy_to"):
+
+    @op(
+        _name,
+        2,
+        "transfer a tensor to memory space `space`; token in, token out",
+        effect="transfer",
+    )
+    def _transfer(inputs, attrs):
+        t = _tensor_arg(inputs[1], "a transfer")
+        return (TOKEN, Tensor(t.elem, t.shape, attrs["space"]))
+
+
+def fn_attr_type(attrs: dict) -> FnType:
+    return attrs["fn"]
+
+
+__all__ = [
+    "REGISTRY",
+    "OpInfo",
+    "TypeRuleError",
+    "broadcast_shapes",
+    "infer",
+    "info",
+    "value_type",
+    "Ref",
+]

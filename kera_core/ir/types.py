@@ -1,0 +1,277 @@
+"""Kera types with canonical encodings and hashes.
+
+Every type has one canonical byte encoding (documented in docs/graph.md); its hash
+is SHA3-256 over that encoding under the ``type`` domain. Two types match iff
+their hashes are equal, which for these frozen dataclasses is the same as ``==``.
+
+Symbolic dimensions are positional (``Sym(0)`` is a function's first dimension
+parameter), so renaming ``N`` to ``M`` changes no hash; display names live in the
+provenance table.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cached_property
+
+from kera_core.ir.encoding import Writer, digest
+
+INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+FLOAT_TYPES = ("f32", "f64")
+PRIM_NAMES = ("bool", *INT_TYPES, *FLOAT_TYPES)
+SPACES = ("host", "device", "pinned", "unified")
+EFFECTS = ("io", "alloc", "transfer", "random", "time")
+
+_TAG = {"prim": 1, "tensor": 2, "struct": 3, "ref": 4, "fn": 5, "unit": 6, "token": 7, "range": 8}
+
+
+DISPLAY_DIMS: ContextVar[tuple[str, ...]] = ContextVar("DISPLAY_DIMS", default=())
+
+
+@contextmanager
+def dim_names_for_display(names: tuple[str, ...]):
+    """Within this block, ``str(type)`` spells symbolic dimensions with these names."""
+    token = DISPLAY_DIMS.set(names)
+    try:
+        yield
+    finally:
+        DISPLAY_DIMS.reset(token)
+
+
+class Type:
+    """Base of all types. Subclasses are frozen dataclasses."""
+
+    def encode(self, w: Writer) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @cached_property
+    def canonical(self) -> bytes:
+        w = Writer()
+        self.encode(w)
+        return w.getvalue()
+
+    @cached_property
+    def hash(self) -> bytes:
+        return digest("type", self.canonical)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.display(DISPLAY_DIMS.get())
+
+
+@dataclass(frozen=True, eq=True)
+class Prim(Type):
+    name: str
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["prim"])
+        w.str(self.name)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return self.name
+
+    @property
+    def is_int(self) -> bool:
+        return self.name in INT_TYPES
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name.startswith("i")
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in FLOAT_TYPES
+
+    @property
+    def bits(self) -> int:
+        return 1 if self.name == "bool" else int(self.name[1:])
+
+
+@dataclass(frozen=True, eq=True)
+class Unit(Type):
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["unit"])
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return "()"
+
+
+@dataclass(frozen=True, eq=True)
+class TokenType(Type):
+    """The effect token threaded through effectful operations."""
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["token"])
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return "token"
+
+
+@dataclass(frozen=True, eq=True)
+class RangeType(Type):
+    """`a..b` over an integer type; only used as a `for` loop's iterable."""
+
+    elem: Prim
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["range"])
+        self.elem.encode(w)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return f"range<{self.elem.name}>"
+
+
+@dataclass(frozen=True, eq=True)
+class Sym:
+    """A symbolic dimension: the ``index``-th dimension parameter of the function."""
+
+    index: int
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        if self.index < len(dim_names):
+            return dim_names[self.index]
+        return f"${self.index}"
+
+
+Dim = int | Sym
+
+
+def display_dim(d: Dim, dim_names: tuple[str, ...] | None = None) -> str:
+    if dim_names is None:
+        dim_names = DISPLAY_DIMS.get()
+    return str(d) if isinstance(d, int) else d.display(dim_names)
+
+
+@dataclass(frozen=True, eq=True)
+class Tensor(Type):
+    elem: Prim
+    shape: tuple[Dim, ...]
+    space: str = "host"
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["tensor"])
+        self.elem.encode(w)
+        w.uvar(len(self.shape))
+        for d in self.shape:
+            if isinstance(d, int):
+                w.u8(0)
+                w.uvar(d)
+            else:
+                w.u8(1)
+                w.uvar(d.index)
+        w.str(self.space)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        dims = ", ".join(display_dim(d, dim_names) for d in self.shape)
+        s = f"{self.elem.name}[{dims}]"
+        return s if self.space == "host" else f"{s} @{self.space}"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True, eq=True)
+class Struct(Type):
+    """Nominal and structural at once: the name and the field list are both identity."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["struct"])
+        w.str(self.name)
+        w.uvar(len(self.fields))
+        for fname, ftype in self.fields:
+            w.str(fname)
+            ftype.encode(w)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return self.name
+
+    def field_index(self, name: str) -> int | None:
+        for i, (f, _) in enumerate(self.fields):
+            if f == name:
+                return i
+        return None
+
+
+@dataclass(frozen=True, eq=True)
+class Ref(Type):
+    inner: Type
+    mutable: bool = False
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["ref"])
+        w.u8(1 if self.mutable else 0)
+        self.inner.encode(w)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return ("&mut " if self.mutable else "&") + self.inner.display(dim_names)
+
+
+@dataclass(frozen=True, eq=True)
+class FnType(Type):
+    n_dims: int
+    params: tuple[Type, ...]
+    result: Type
+    effects: tuple[str, ...] = ()  # sorted, unique
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["fn"])
+        w.uvar(self.n_dims)
+        w.uvar(len(self.params))
+        for p in self.params:
+            p.encode(w)
+        self.result.encode(w)
+        w.uvar(len(self.effects))
+        for e in self.effects:
+            w.str(e)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        dims = f"[{', '.join(dim_names[: self.n_dims])}]" if self.n_dims else ""
+        ps = ", ".join(p.display(dim_names) for p in self.params)
+        s = f"fn{dims}({ps}) -> {self.result.display(dim_names)}"
+        if self.effects:
+            s += " ! " + ", ".join(self.effects)
+        return s
+
+
+BOOL = Prim("bool")
+I64 = Prim("i64")
+F32 = Prim("f32")
+F64 = Prim("f64")
+UNIT = Unit()
+TOKEN = TokenType()
+PRIMS = {name: Prim(name) for name in PRIM_NAMES}
+
+
+def elem_of(t: Type) -> Prim | None:
+    """The element type of a scalar or tensor (through references)."""
+    if isinstance(t, Ref):
+        t = t.inner
+    if isinstance(t, Prim):
+        return t
+    if isinstance(t, Tensor):
+        return t.elem
+    return None
+
+
+def strip_ref(t: Type) -> Type:
+    return t.inner if isinstance(t, Ref) else t
+
+
+def substitute(t: Type, binding: dict[int, Dim]) -> Type:
+    """Replace symbolic dimensions by what a call site bound them to."""
+    if isinstance(t, Tensor):
+        shape = tuple(binding.get(d.index, d) if isinstance(d, Sym) else d for d in t.shape)
+        return Tensor(t.elem, shape, t.space)
+    if isinstance(t, Ref):
+        return Ref(substitute(t.inner, binding), t.mutable)
+    if isinstance(t, Struct):
+        return Struct(t.name, tuple((n, substitute(ft, binding)) for n, ft in t.fields))
+    return t

@@ -1,0 +1,198 @@
+"""Module-level environment: structs, constants and function signatures, and type resolution.
+
+Everything a function body needs to know about the rest of the file lives here,
+so lowering one function depends only on its own text and this table.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from kera_core.diagnostics import Diagnostic, error
+from kera_core.ir.encoding import Writer, digest
+from kera_core.ir.types import (
+    EFFECTS,
+    PRIMS,
+    SPACES,
+    UNIT,
+    FnType,
+    Ref,
+    Struct,
+    Sym,
+    Tensor,
+    Type,
+)
+from kera_core.source import Span
+from kera_core.syntax import ast
+from kera_core.syntax.kinds import SyntaxKind as K
+
+
+def did_you_mean(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+@dataclass
+class FnSig:
+    name: str
+    type: FnType
+    dim_names: tuple[str, ...]
+    param_names: tuple[str, ...]
+    exported: bool
+    span: Span
+    name_span: Span
+    doc: str
+    ast: ast.Fn
+
+    @property
+    def has_effects(self) -> bool:
+        return bool(self.type.effects)
+
+
+@dataclass
+class ConstDef:
+    name: str
+    type: Type | None
+    value: ast.Expr | None
+    span: Span
+
+
+@dataclass
+class ModuleEnv:
+    structs: dict[str, Struct] = field(default_factory=dict)
+    struct_spans: dict[str, Span] = field(default_factory=dict)
+    consts: dict[str, ConstDef] = field(default_factory=dict)
+    fns: dict[str, FnSig] = field(default_factory=dict)
+
+    def signature_digest(self) -> bytes:
+        """Identity of everything a body can see of other items (for the lowering cache)."""
+        w = Writer()
+        for name in sorted(self.structs):
+            w.str(name)
+            w.raw(self.structs[name].hash)
+        for name in sorted(self.consts):
+            c = self.consts[name]
+            w.str(name)
+            w.str(str(c.value.syntax) if c.value is not None else "")
+            w.raw(c.type.hash if c.type is not None else b"")
+        for name in sorted(self.fns):
+            w.str(name)
+            w.raw(self.fns[name].type.hash)
+        return digest("fn", w.getvalue())
+
+
+class TypeResolver:
+    """AST types -> IR types, given the dimension names in scope."""
+
+    def __init__(self, env: ModuleEnv, dims: tuple[str, ...], diags: list[Diagnostic]) -> None:
+        self.env = env
+        self.dims = dims
+        self.diags = diags
+
+    def resolve(self, t: ast.Type | None) -> Type | None:
+        if t is None:
+            return None
+        if isinstance(t, ast.UnitType):
+            return UNIT
+        if isinstance(t, ast.RefType):
+            inner = self.resolve(t.inner)
+            return None if inner is None else Ref(inner, t.is_mut)
+        if isinstance(t, ast.SpaceType):
+            inner = self.resolve(t.inner)
+            sp = t.space
+            if inner is None or sp is None:
+                return None
+            if sp.text not in SPACES:
+                self.diags.append(
+                    error(
+                        "K0203",
+                        sp.span,
+                        f"unknown memory space `@{sp.text}`; the spaces are "
+                        + ", ".join(f"`@{s}`" for s in SPACES)
+                        + did_you_mean(sp.text, SPACES),
+                    )
+                )
+                return None
+            if not isinstance(inner, Tensor):
+                self.diags.append(
+                    error("K0406", t.span, f"only tensors live in a memory space, not `{inner}`")
+                )
+                return None
+            return Tensor(inner.elem, inner.shape, sp.text)
+        if isinstance(t, ast.NamedType):
+            return self._named(t.name)
+        if isinstance(t, ast.TensorType):
+            elem = t.elem
+            base = self._named(elem.name if elem else None)
+            if base is None:
+                return None
+            if base not in PRIMS.values():
+                self.diags.append(
+                    error("K0301", t.span, f"tensor elements must be primitive, not `{base}`")
+                )
+                return None
+            shape = []
+            for d in t.dims:
+                tok = d.token_of_kind(K.INT)
+                if tok is not None:
+                    try:
+                        shape.append(int(tok.text.replace("_", ""), 0))
+                    except ValueError:
+                        self.diags.append(error("K0307", tok.span, "invalid dimension size"))
+                        return None
+                    continue
+                ref = d.child_of_kind(K.NAME_REF)
+                name = ref.text.strip() if ref is not None else ""
+                if name in self.dims:
+                    shape.append(Sym(self.dims.index(name)))
+                else:
+                    hint = (
+                        f"; declare it: `fn f[{name}](…)`"
+                        if not self.dims
+                        else did_you_mean(name, self.dims)
+                    )
+                    self.diags.append(error("K0201", d.span, f"unknown dimension `{name}`{hint}"))
+                    return None
+            return Tensor(base, tuple(shape))  # type: ignore[arg-type]
+        return None
+
+    def _named(self, ref: ast.NameRef | None) -> Type | None:
+        if ref is None:
+            return None
+        name = ref.text
+        if name in PRIMS:
+            return PRIMS[name]
+        if name in self.env.structs:
+            return self.env.structs[name]
+        self.diags.append(
+            error(
+                "K0203",
+                ref.span,
+                f"unknown type `{name}`" + did_you_mean(name, [*PRIMS, *self.env.structs]),
+            )
+        )
+        return None
+
+
+def resolve_effects(fn: ast.Fn, diags: list[Diagnostic]) -> tuple[str, ...]:
+    seen: list[str] = []
+    for e in fn.effects:
+        tok = e.token_of_kind(K.IDENT)
+        if tok is None:
+            continue
+        if tok.text not in EFFECTS:
+            diags.append(
+                error(
+                    "K0502",
+                    tok.span,
+                    f"unknown effect `{tok.text}`; the effects are "
+                    + ", ".join(f"`{x}`" for x in EFFECTS)
+                    + did_you_mean(tok.text, EFFECTS),
+                )
+            )
+        elif tok.text in seen:
+            diags.append(error("K0503", tok.span, f"effect `{tok.text}` is listed twice"))
+        else:
+            seen.append(tok.text)
+    return tuple(sorted(seen))

@@ -1,0 +1,106 @@
+"""Values, bindings and region frames used while lowering one function.
+
+A :class:`Frame` is one region under construction. Regions are closed: a name
+from an enclosing region becomes a positional parameter of the inner one (a
+*capture*), allocated on first use, and the enclosing control-flow node passes
+the outer value in. Mutable variables assigned inside a region are pre-bound
+as parameters too (*carried* values) and yielded at the end, which turns
+mutation into explicit value flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kera_core.ir.node import Value
+from kera_core.ir.types import Type
+from kera_core.source import Span
+
+
+class ErrorType(Type):
+    """The type of an expression that already has a diagnostic; silences cascades."""
+
+    def encode(self, w) -> None:  # pragma: no cover - never hashed
+        raise AssertionError("error values never reach the graph")
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return "{error}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ErrorType)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+ERR = ErrorType()
+
+
+class NeverType(Type):
+    """The type of `return`, `break` and `continue`: control does not go on from here."""
+
+    def encode(self, w) -> None:  # pragma: no cover - never hashed
+        raise AssertionError("never values never reach the graph")
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return "!"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NeverType)
+
+    def __hash__(self) -> int:
+        return 1
+
+
+NEVER = NeverType()
+
+
+@dataclass(frozen=True)
+class Val:
+    """An expression's result: a graph value (None for `()` and errors) and its type."""
+
+    value: Value | None
+    type: Type
+
+    @property
+    def is_err(self) -> bool:
+        return isinstance(self.type, ErrorType)
+
+
+ERR_VAL = Val(None, ERR)
+
+
+@dataclass
+class Binding:
+    name: str
+    val: Val
+    mutable: bool
+    span: Span
+    kind: str = "local"  # local | param | loop
+
+
+@dataclass
+class Frame:
+    parent: Frame | None
+    params: list[Type]
+    scopes: list[dict[str, Binding]] = field(default_factory=lambda: [{}])
+    captures: dict[Value, int] = field(default_factory=dict)  # outer value -> param index
+    capture_inputs: list[Value] = field(default_factory=list)
+    capture_start: int = 0
+    carried: list[str] = field(default_factory=list)
+
+    def lookup_local(self, name: str) -> Binding | None:
+        for scope in reversed(self.scopes):
+            b = scope.get(name)
+            if b is not None:
+                return b
+        return None
+
+    def visible_names(self) -> set[str]:
+        names: set[str] = set()
+        f: Frame | None = self
+        while f is not None:
+            for s in f.scopes:
+                names.update(n for n in s if not n.startswith("$"))
+            f = f.parent
+        return names

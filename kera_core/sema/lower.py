@@ -1,0 +1,673 @@
+"""Lowering one function body to a region of the graph, type-checking as it goes.
+
+The result is self-contained (its own node and region tables, provenance with
+spans relative to the function, diagnostics), so the module can cache it and
+reuse it when an edit touched another function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kera_core.diagnostics import Diagnostic, Edit, Fix, error
+from kera_core.ir import ops
+from kera_core.ir.graph import Graph
+from kera_core.ir.node import Function, Node, Region, Value
+from kera_core.ir.provenance import FnProvenance
+from kera_core.ir.types import (
+    BOOL,
+    I64,
+    TOKEN,
+    UNIT,
+    Prim,
+    RangeType,
+    Ref,
+    Struct,
+    Tensor,
+    Type,
+    Unit,
+    dim_names_for_display,
+    elem_of,
+    strip_ref,
+)
+from kera_core.sema import literals
+from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, did_you_mean
+from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
+from kera_core.sema.lower_calls import Calls
+from kera_core.sema.lower_control import ControlFlow
+from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
+from kera_core.source import Span
+from kera_core.syntax import ast
+from kera_core.syntax.kinds import SyntaxKind as K
+
+BIN_OPS = {
+    K.PLUS: "add", K.MINUS: "sub", K.STAR: "mul", K.SLASH: "div", K.PERCENT: "rem",
+    K.AMP: "and", K.PIPE: "or", K.CARET: "xor", K.SHL: "shl", K.SHR: "shr",
+    K.EQ2: "eq", K.NEQ: "ne", K.LT: "lt", K.LTEQ: "le", K.GT: "gt", K.GTEQ: "ge",
+    K.AMP2: "land", K.PIPE2: "lor",
+}  # fmt: skip
+COMPOUND = {
+    K.PLUSEQ: "add", K.MINUSEQ: "sub", K.STAREQ: "mul", K.SLASHEQ: "div", K.PERCENTEQ: "rem",
+    K.AMPEQ: "and", K.PIPEEQ: "or", K.CARETEQ: "xor", K.SHLEQ: "shl", K.SHREQ: "shr",
+}  # fmt: skip
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+TOKEN_VAR = "$token"
+
+
+class Unsupported(Exception):
+    pass
+
+
+@dataclass
+class LoweredFn:
+    """One function's lowering: everything needed to merge it into a module graph."""
+
+    sig: FnSig
+    function: Function | None
+    nodes: dict[bytes, Node] = field(default_factory=dict)
+    regions: dict[bytes, Region] = field(default_factory=dict)
+    provenance: FnProvenance | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # absolute, as of ``base``
+    base: int = 0  # where the function started when it was lowered
+
+    @property
+    def relocatable(self) -> bool:
+        """Can this lowering be reused after the function moved? Not if a diagnostic
+        points into another item (that item may have moved differently)."""
+        span = self.sig.span
+        return all(
+            span.covers(d.span) and all(span.covers(r.span) for r in d.related)
+            for d in self.diagnostics
+        )
+
+
+def _is_untyped_literal(e: ast.Expr | None) -> bool:
+    """A literal without suffix (or its negation/parenthesis): its type comes from context."""
+    while isinstance(e, ast.ParenExpr | ast.PrefixExpr):
+        e = e.inner if isinstance(e, ast.ParenExpr) else e.operand
+    if not isinstance(e, ast.Literal):
+        return False
+    tok = e.token
+    return tok.kind in (K.INT, K.FLOAT) and literals.split_suffix(tok.text)[1] is None
+
+
+def assigned_names(node) -> list[str]:
+    """Variables a region may change: assignment targets and `&mut x` arguments, in order."""
+    out: list[str] = []
+    for n in node.descendants():
+        target = None
+        if n.kind == K.ASSIGN_EXPR:
+            target = ast.AssignExpr(n).lhs
+        elif n.kind == K.REF_EXPR and ast.RefExpr(n).is_mut:
+            target = ast.RefExpr(n).operand
+        while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
+            target = target.inner if isinstance(target, ast.ParenExpr) else target.base
+        if isinstance(target, ast.PathExpr) and target.name is not None:
+            name = target.name.text
+            if name not in out:
+                out.append(name)
+    return out
+
+
+class FnLowering(ControlFlow, Calls, Exits):
+    """Lowers one function; assignment/control flow and calls come from the mixins."""
+
+    def __init__(self, env: ModuleEnv, sig: FnSig, callee_hashes: dict[str, Function]) -> None:
+        self.env = env
+        self.sig = sig
+        self.callees = callee_hashes
+        self.base = sig.span.start
+        self.nodes: dict[bytes, Node] = {}
+        self.regions: dict[bytes, Region] = {}
+        self.diags: list[Diagnostic] = []
+        self.prov = FnProvenance(
+            sig.name, sig.span, sig.name_span, sig.dim_names, sig.param_names, doc=sig.doc
+        )
+        self.effects = set(sig.type.effects)
+        self.types = TypeResolver(env, sig.dim_names, [])
+        self.frame: Frame | None = None
+        self.loops: list[tuple[str, str]] = []
+
+    # --- diagnostics ---------------------------------------------------------------
+    def err(self, code: str, span: Span, msg: str, **kw) -> Val:
+        self.diags.append(error(code, span, msg, **kw))
+        return ERR_VAL
+
+    def show(self, t: Type) -> str:
+        return f"`{t.display(self.sig.dim_names)}`"
+
+    # --- nodes -----------------------------------------------------------------------
+    def add(self, node: Node, span: Span | None) -> Node:
+        node = self.nodes.setdefault(node.hash, node)
+        if span is not None and self.sig.span.covers(span):  # a constant's own span is elsewhere
+            self.prov.add(node.hash, span.shifted(-self.base))
+        return node
+
+    def op(self, name: str, args: list[Val], span: Span, attrs: dict | None = None) -> Val:
+        if any(a.is_err for a in args):
+            return ERR_VAL
+        attrs = attrs or {}
+        if any(a.value is None for a in args):
+            return self.err("K0301", span, f"`{name}` cannot take a `()` operand")
+        try:
+            with dim_names_for_display(self.sig.dim_names):
+                types = ops.infer(name, tuple(a.type for a in args), attrs)
+        except ops.TypeRuleError as e:
+            return self.err(e.code, span, str(e))
+        node = self.add(Node(name, tuple(a.value for a in args), types, attrs), span)  # type: ignore[misc]
+        return Val(node.out(0), types[0])
+
+    def const(self, t: Prim, value: int, span: Span | None) -> Val:
+        node = self.add(Node("const", (), (t,), {"type": t, "value": value}), span)
+        return Val(node.out(0), t)
+
+    def param(self, index: int, t: Type) -> Value:
+        return self.add(Node("param", (), (t,), {"index": index, "type": t}), None).out(0)
+
+    # --- frames ------------------------------------------------------------------------
+    def lookup(self, name: str, frame: Frame | None = None) -> Binding | None:
+        frame = frame or self.frame
+        assert frame is not None
+        b = frame.lookup_local(name)
+        if b is not None or frame.parent is None:
+            return b
+        outer = self.lookup(name, frame.parent)
+        if outer is None or outer.val.value is None:
+            return outer
+        idx = frame.captures.get(outer.val.value)
+        if idx is None:
+            idx = len(frame.params)
+            frame.params.append(
+                strip_ref(outer.val.type) if outer.kind != "param" else outer.val.type
+            )
+            frame.captures[outer.val.value] = idx
+            frame.capture_inputs.append(outer.val.value)
+        captured = Binding(
+            name,
+            Val(self.param(idx, frame.params[idx]), outer.val.type),
+            outer.mutable,
+            outer.span,
+            outer.kind,
+        )
+        return captured
+
+    def open_frame(
+        self, names: list[str], leading: list[Type], share: Frame | None = None
+    ) -> Frame:
+        """A new region frame whose first params are ``leading`` then the carried ``names``."""
+        assert self.frame is not None
+        if share is not None:
+            f = Frame(
+                self.frame,
+                list(share.params),
+                captures=dict(share.captures),
+                capture_inputs=list(share.capture_inputs),
+                carried=list(share.carried),
+            )
+        else:
+            f = Frame(self.frame, list(leading))
+            for name in names:
+                f.params.append(strip_ref(self.lookup(name).val.type))  # type: ignore[union-attr]
+            f.carried = list(names)
+        base = len(leading)
+        for i, name in enumerate(f.carried):
+            outer = self.lookup(name)
+            assert outer is not None
+            t = f.params[base + i]
+            f.scopes[0][name] = Binding(
+                name, Val(self.param(base + i, t), t), outer.mutable, outer.span, outer.kind
+            )
+        return f
+
+    def carried_names(self, syntax_nodes: list) -> list[str]:
+        """Names a region must thread: effect token and exit flags in scope, then assigned ones."""
+        names: list[str] = []
+        chain = []
+        f = self.frame
+        while f is not None:
+            chain.append(f)
+            f = f.parent
+        for fr in reversed(chain):
+            for scope in fr.scopes:
+                names.extend(n for n in scope if n.startswith("$") and n not in names)
+        for sn in syntax_nodes:
+            for n in assigned_names(sn):
+                b = self.lookup(n)
+                if n not in names and b is not None and b.val.value is not None and b.kind != "dim":
+                    names.append(n)
+        return names
+
+    def finals(self, frame: Frame) -> list[Value]:
+        out = []
+        for name in frame.carried:
+            b = frame.lookup_local(name)
+            assert b is not None and b.val.value is not None
+            out.append(b.val.value)
+        return out
+
+    def rebind(self, names: list[str], node: Node, first: int) -> None:
+        for i, name in enumerate(names):
+            b = self.lookup(name)
+            assert b is not None
+            self._set(name, Val(node.out(first + i), node.types[first + i]))
+
+    def _set(self, name: str, val: Val) -> None:
+        assert self.frame is not None
+        for scope in reversed(self.frame.scopes):
+            if name in scope:
+                old = scope[name]
+                scope[name] = Binding(name, val, old.mutable, old.span, old.kind)
+                return
+        raise AssertionError(f"{name} is not bound in this frame")
+
+    # --- the function ----------------------------------------------------------------------
+    def lower(self) -> LoweredFn:
+        sig = self.sig
+        fn = sig.ast
+        top = Frame(None, [])
+        self.frame = top
+        if self.effects:
+            top.params.append(TOKEN)
+            top.scopes[0][TOKEN_VAR] = Binding(
+                TOKEN_VAR, Val(self.param(0, TOKEN), TOKEN), True, sig.span
+            )
+        for i, (name, t) in enumerate(zip(sig.param_names, sig.type.params, strict=True)):
+            idx = len(top.params)
+            top.params.append(t)
+            p = fn.params[i]
+            mutable = p.is_mut or (isinstance(t, Ref) and t.mutable)
+            span = p.name.span if p.name else p.span
+            val = Val(self.param(idx, t), strip_ref(t) if isinstance(t, Ref) and t.mutable else t)
+            if name in top.scopes[0]:
+                self.err("K0206", span, f"parameter `{name}` is declared twice")
+            top.scopes[0][name] = Binding(name, val, mutable, span, "param")
+        for i, name in enumerate(sig.dim_names):
+            top.scopes[0].setdefault(
+                name, Binding(name, Val(None, I64), False, sig.name_span, "dim")
+            )
+            del i
+        body = fn.body
+        result = sig.type.result
+        value = Val(None, UNIT)
+        early = body is not None and has_return(body.syntax)
+        if early:
+            self.bind_flag(RET, self.false(), sig.span)
+            if not isinstance(result, Unit):
+                self.bind_flag(RETVAL, self.zero_of(result, sig.span), sig.span)
+        if body is not None:
+            value = self.block(body, None if isinstance(result, Unit) else result, fn_body=True)
+        if early and not value.is_err and not isinstance(result, Unit):
+            retval = top.scopes[0][RETVAL].val
+            if value.type is NEVER:
+                value = retval
+            elif value.value is not None and self.check_type(
+                result,
+                value,
+                body.tail.span if body.tail else body.span,
+                "return value",
+                fn_result=True,
+            ):
+                value = self.select(
+                    top.scopes[0][RET].val, retval, Val(value.value, retval.type), sig.span
+                )
+        elif value.type is NEVER:
+            value = Val(None, UNIT)
+        if not value.is_err and body is not None:
+            self.check_type(
+                result,
+                value,
+                body.tail.span if body.tail else body.span,
+                "return value",
+                fn_result=True,
+            )
+        yields: list[Value] = []
+        if self.effects:
+            yields.append(top.scopes[0][TOKEN_VAR].val.value)  # type: ignore[arg-type]
+        outputs: list[tuple[str, int]] = []
+        if not isinstance(result, Unit) and value.value is not None:
+            yields.append(value.value)
+            outputs.append(("result", -1))
+        for i, t in enumerate(sig.type.params):
+            if isinstance(t, Ref) and t.mutable:
+                b = top.scopes[0].get(sig.param_names[i])
+                if b is not None and b.val.value is not None:
+                    yields.append(b.val.value)
+                    outputs.append(("param", i))
+        function = None
+        if not any(d.is_error for d in self.diags):
+            region = Region(tuple(top.params), tuple(yields))
+            self.regions[region.hash] = region
+            function = Function(sig.name, sig.type, region.hash, sig.exported, tuple(outputs))
+            self._keep_reachable(region.hash)
+        return LoweredFn(sig, function, self.nodes, self.regions, self.prov, self.diags, self.base)
+
+    def _keep_reachable(self, root: bytes) -> None:
+        """Drop nodes and regions that no yield reaches (reads made only for a diagnostic)."""
+        g = Graph()
+        g.nodes, g.regions = self.nodes, self.regions
+        keep_regions = list(g.all_regions(root))
+        keep_nodes = {n.hash: n for r in keep_regions for n in g.region_nodes(r)}
+        self.nodes = keep_nodes
+        self.regions = {r: self.regions[r] for r in keep_regions}
+        for h in list(self.prov.node_spans):
+            if h not in keep_nodes:
+                del self.prov.node_spans[h]
+
+    # --- statements -------------------------------------------------------------------------
+    def block(self, blk: ast.Block, expected: Type | None, fn_body: bool = False) -> Val:
+        assert self.frame is not None
+        self.frame.scopes.append({})
+        try:
+            return self.seq([*blk.statements, blk.tail], expected, fn_body)
+        finally:
+            self.frame.scopes.pop()
+
+    def let(self, st: ast.LetStmt) -> None:
+        assert self.frame is not None
+        declared = self.resolve_type(st.type)
+        name = st.name.text if st.name else None
+        if st.init is None:
+            self.err("K0315", st.span, "a `let` needs an initial value: `let x = …;`")
+            val = ERR_VAL
+        else:
+            val = self.expr(st.init, declared)
+            if declared is not None and not val.is_err:
+                if not self.check_type(declared, val, st.init.span, "value"):
+                    val = ERR_VAL
+            if declared is not None and val.is_err:
+                val = Val(None, ERR)
+        if name is None:
+            return
+        if val.value is None and not val.is_err and isinstance(val.type, Unit):
+            pass
+        self.frame.scopes[-1][name] = Binding(name, val, st.is_mut, st.name.span)  # type: ignore[union-attr]
+        if val.value is not None:
+            self.prov.node_names.setdefault(val.value.node, name)
+
+    def resolve_type(self, t: ast.Type | None) -> Type | None:
+        if t is None:
+            return None
+        self.types.diags = self.diags
+        return self.types.resolve(t)
+
+    def check_type(
+        self, expected: Type, val: Val, span: Span, what: str, fn_result: bool = False
+    ) -> bool:
+        """Report a mismatch between ``expected`` and what ``val`` is; True when they match."""
+        if val.is_err:
+            return False
+        actual = val.type
+        if actual == expected:
+            return True
+        if (
+            isinstance(expected, Ref)
+            and not expected.mutable
+            and strip_ref(actual) == expected.inner
+        ):
+            if not isinstance(actual, Ref):
+                fix = Fix("borrow it with `&`", (Edit(Span(span.start, span.start), "&"),))
+                self.err(
+                    "K0301",
+                    span,
+                    f"mismatched types: expected {self.show(expected)}, found {self.show(actual)}",
+                    fix=fix,
+                )
+                return False
+            return True
+        if (
+            isinstance(actual, Ref)
+            and not actual.mutable
+            and actual.inner == expected
+            and not fn_result
+        ):
+            return True  # reading through a shared borrow
+        if isinstance(expected, Unit) and fn_result:
+            return (
+                self.err(
+                    "K0309",
+                    span,
+                    f"this function returns `()` but the body gives {self.show(actual)}; declare `-> {actual.display(self.sig.dim_names)}`",
+                )
+                is None
+            )
+        code = "K0309" if fn_result else "K0301"
+        self.err(
+            code,
+            span,
+            f"mismatched types: expected {self.show(expected)}, found {self.show(actual)} ({what})",
+        )
+        return False
+
+    # --- expressions --------------------------------------------------------------------------
+    def expr(self, e: ast.Expr | None, expected: Type | None) -> Val:
+        if e is None:
+            return ERR_VAL  # the parser already reported the missing expression
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:  # pragma: no cover - every Expr class has a method
+            return self.err("K0315", e.span, f"unsupported expression `{e.syntax}`")
+        return method(e, expected)
+
+    def e_ParenExpr(self, e: ast.ParenExpr, expected):
+        return self.expr(e.inner, expected) if e.inner is not None else Val(None, UNIT)
+
+    def e_Literal(self, e: ast.Literal, expected, negate: bool = False):
+        tok = e.token
+        if tok.kind in (K.TRUE_KW, K.FALSE_KW):
+            return self.const(BOOL, 1 if tok.kind == K.TRUE_KW else 0, e.span)
+        if tok.kind == K.STRING:
+            return self.err("K0315", e.span, 'string literals can only be printed: `print("…")`')
+        if tok.kind not in (K.INT, K.FLOAT):
+            return ERR_VAL
+        body, suffix = literals.split_suffix(tok.text)
+        exp_elem = elem_of(expected) if expected is not None else None
+        if suffix is not None:
+            t = Prim(suffix)
+        elif exp_elem is not None and (
+            exp_elem.is_float or (exp_elem.is_int and tok.kind == K.INT)
+        ):
+            t = exp_elem
+        else:
+            t = Prim("i64") if tok.kind == K.INT else Prim("f64")
+        if t.is_float:
+            text = body.replace("_", "")
+            if tok.kind == K.INT:
+                try:
+                    text = str(literals.int_value(body))
+                except ValueError:
+                    return ERR_VAL  # the lexer reported it
+            try:
+                bits = literals.float_bits(("-" if negate else "") + text, t)
+            except (ValueError, ZeroDivisionError):
+                return ERR_VAL
+            return self.const(t, bits, e.span)
+        if tok.kind == K.FLOAT:
+            return self.err("K0301", e.span, f"a float literal cannot have type `{t}`")
+        try:
+            v = literals.int_value(body)
+        except ValueError:
+            return ERR_VAL
+        if negate:
+            v = -v
+        lo, hi = literals.int_range(t)
+        if not lo <= v <= hi:
+            return self.err(
+                "K0307",
+                e.span,
+                f"literal `{'-' if negate else ''}{tok.text}` does not fit in `{t}` (range {lo}..={hi})",
+            )
+        return self.const(t, v, e.span)
+
+    def e_PathExpr(self, e: ast.PathExpr, expected):
+        name = e.name.text if e.name else ""
+        b = self.lookup(name)
+        if b is not None:
+            if b.kind == "dim":
+                node = self.add(
+                    Node("dim", (), (I64,), {"index": self.sig.dim_names.index(name)}), e.span
+                )
+                return Val(node.out(0), I64)
+            if b.val.value is None and not b.val.is_err and not isinstance(b.val.type, Unit):
+                return ERR_VAL
+            return b.val
+        c = self.env.consts.get(name)
+        if c is not None:
+            if c.value is None or c.type is None:
+                return ERR_VAL
+            v = self.expr(c.value, c.type)
+            return (
+                v
+                if v.is_err or self.check_type(c.type, v, e.span, f"constant `{name}`")
+                else ERR_VAL
+            )
+        if name in self.env.fns:
+            return self.err(
+                "K0315",
+                e.span,
+                f"`{name}` is a function; functions are not values yet — call it: `{name}(…)`",
+            )
+        assert self.frame is not None
+        cands = self.frame.visible_names() | set(self.env.consts)
+        return self.err(
+            "K0201", e.span, f"cannot find `{name}` in this scope" + did_you_mean(name, cands)
+        )
+
+    def e_PrefixExpr(self, e: ast.PrefixExpr, expected):
+        op = e.op
+        if op is not None and op.kind == K.MINUS and isinstance(e.operand, ast.Literal):
+            return self.e_Literal(e.operand, expected, negate=True)
+        v = self.expr(e.operand, expected)
+        return self.op("neg" if op is not None and op.kind == K.MINUS else "not", [v], e.span)
+
+    def e_BinExpr(self, e: ast.BinExpr, expected):
+        op = e.op
+        if op is None or op.kind not in BIN_OPS:
+            return ERR_VAL
+        name = BIN_OPS[op.kind]
+        if name in ("land", "lor"):
+            return self.land_lor(e, name)
+        exp = None if name in COMPARISONS or name in ("land", "lor") else expected
+        if name in ("land", "lor"):
+            exp = BOOL
+        lhs, rhs = self.pair(e.lhs, e.rhs, exp)
+        return self.op(name, [lhs, rhs], e.span)
+
+    def pair(
+        self, a: ast.Expr | None, b: ast.Expr | None, expected: Type | None
+    ) -> tuple[Val, Val]:
+        """Lower two operands; an unsuffixed literal takes its type from the other side."""
+        if _is_untyped_literal(a) and not _is_untyped_literal(b):
+            vb = self.expr(b, expected)
+            va = self.expr(a, elem_of(vb.type) if not vb.is_err else expected)
+            return va, vb
+        va = self.expr(a, expected)
+        vb = self.expr(
+            b, elem_of(va.type) if _is_untyped_literal(b) and not va.is_err else expected
+        )
+        return va, vb
+
+    def e_CastExpr(self, e: ast.CastExpr, expected):
+        to = self.resolve_type(e.type)
+        if to is None:
+            return ERR_VAL
+        if not isinstance(to, Prim):
+            return self.err(
+                "K0313",
+                e.type.span if e.type else e.span,
+                f"can only cast to a primitive type, not {self.show(to)}",
+            )
+        v = self.expr(e.expr, None)
+        return self.op("cast", [v], e.span, {"to": to})
+
+    def e_RefExpr(self, e: ast.RefExpr, expected):
+        if e.is_mut:
+            return self.err("K0315", e.span, "`&mut x` is only allowed as a call argument")
+        v = self.expr(e.operand, strip_ref(expected) if expected is not None else None)
+        if v.is_err or v.value is None:
+            return v
+        return Val(v.value, Ref(strip_ref(v.type), False))
+
+    def e_ArrayExpr(self, e: ast.ArrayExpr, expected):
+        elem = elem_of(expected) if expected is not None else None
+        vals = []
+        for x in e.elements:
+            v = self.expr(x, elem)
+            if elem is None and not v.is_err:
+                elem = elem_of(v.type)
+            vals.append(v)
+        return self.op("array", vals, e.span)
+
+    def e_BlockExpr(self, e: ast.BlockExpr, expected):
+        return self.block(e.block, expected) if e.block is not None else ERR_VAL
+
+    def e_IndexExpr(self, e: ast.IndexExpr, expected):
+        base = self.expr(e.base, None)
+        idx = [self.expr(i, I64) for i in e.indices]
+        return self.op("index", [base, *idx], e.span)
+
+    def e_FieldExpr(self, e: ast.FieldExpr, expected):
+        base = self.expr(e.base, None)
+        if base.is_err or e.field is None:
+            return ERR_VAL
+        t = strip_ref(base.type)
+        if not isinstance(t, Struct):
+            return self.err(
+                "K0204", e.field.span, f"{self.show(base.type)} has no field `{e.field.text}`"
+            )
+        i = t.field_index(e.field.text)
+        if i is None:
+            return self.err(
+                "K0204",
+                e.field.span,
+                f"struct `{t.name}` has no field `{e.field.text}`"
+                + did_you_mean(e.field.text, [f for f, _ in t.fields]),
+            )
+        return self.op("field", [base], e.span, {"index": i})
+
+    def e_StructLit(self, e: ast.StructLit, expected):
+        name = e.name.text if e.name else ""
+        t = self.env.structs.get(name)
+        if t is None:
+            return self.err(
+                "K0203",
+                e.name.span if e.name else e.span,
+                f"unknown struct `{name}`" + did_you_mean(name, self.env.structs),
+            )
+        given: dict[str, Val] = {}
+        for f in e.fields:
+            fname = f.name.text if f.name else ""
+            i = t.field_index(fname)
+            if i is None:
+                self.err(
+                    "K0204",
+                    f.span,
+                    f"struct `{name}` has no field `{fname}`"
+                    + did_you_mean(fname, [x for x, _ in t.fields]),
+                )
+                continue
+            if fname in given:
+                self.err("K0202", f.span, f"field `{fname}` is given twice")
+                continue
+            v = self.expr(f.value, t.fields[i][1])
+            if not v.is_err and not self.check_type(t.fields[i][1], v, f.span, f"field `{fname}`"):
+                v = ERR_VAL
+            given[fname] = v
+        missing = [f for f, _ in t.fields if f not in given]
+        if missing:
+            return self.err(
+                "K0312",
+                e.span,
+                f"missing field(s) of `{name}`: " + ", ".join(f"`{m}`" for m in missing),
+            )
+        return self.op("struct", [given[f] for f, _ in t.fields], e.span, {"type": t})
+
+    def e_RangeExpr(self, e: ast.RangeExpr, expected):
+        lo, hi = self.pair(e.lhs, e.rhs, I64)
+        return self.op("range", [lo, hi], e.span, {"inclusive": e.inclusive})
+
+
+def is_tensor(t: Type) -> bool:
+    return isinstance(strip_ref(t), Tensor)
+
+
+def range_elem(t: Type) -> Prim | None:
+    return t.elem if isinstance(t, RangeType) else None

@@ -1,0 +1,333 @@
+"""Calls: user functions (with symbolic-dimension unification) and builtins, with effects."""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Edit, Fix, Related
+from kera_core.ir import ops
+from kera_core.ir.node import Node
+from kera_core.ir.types import (
+    SPACES,
+    TOKEN,
+    Prim,
+    Ref,
+    Tensor,
+    Type,
+    Unit,
+    dim_names_for_display,
+    elem_of,
+    strip_ref,
+    substitute,
+)
+from kera_core.sema.env import FnSig, did_you_mean
+from kera_core.sema.frames import ERR_VAL, Val
+from kera_core.source import Span
+from kera_core.syntax import ast
+
+TOKEN_VAR = "$token"
+
+# builtin name -> (arity, kind)
+BUILTINS: dict[str, tuple[int, str]] = {
+    **{n: (1, "unary") for n in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "softmax")},
+    **{n: (2, "elementwise") for n in ("minimum", "maximum")},
+    "fma": (3, "elementwise"),
+    **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax")},
+    **{n: (2, "pair") for n in ("dot", "matmul", "conv1d")},
+    "layernorm": (2, "layernorm"),
+    "zeros": (0, "fill"),
+    "full": (1, "fill"),
+    "move_to": (2, "transfer"),
+    "copy_to": (2, "transfer"),
+    "print": (1, "print"),
+}
+
+
+class Calls:
+    """Mixin of :class:`kera_core.sema.lower.FnLowering` for calls."""
+
+    def e_CallExpr(self, e: ast.CallExpr, expected):
+        callee = e.callee
+        if not isinstance(callee, ast.PathExpr) or callee.name is None:
+            return self.err("K0315", e.span, "only named functions can be called")
+        name = callee.name.text
+        if name in self.env.fns:
+            return self.user_call(e, self.env.fns[name])
+        if name in BUILTINS:
+            return self.builtin_call(e, name, expected)
+        if self.lookup(name) is not None:
+            return self.err("K0205", callee.span, f"`{name}` is a value, not a function")
+        cands = [*self.env.fns, *BUILTINS]
+        return self.err(
+            "K0205", callee.span, f"cannot find function `{name}`" + did_you_mean(name, cands)
+        )
+
+    # --- effects -----------------------------------------------------------------------
+    def need_effect(self, effect: str, span: Span, what: str) -> bool:
+        if effect in self.effects:
+            return True
+        fn = self.sig.ast
+        lst = fn.effect_list
+        if lst is not None:
+            edit = Edit(Span(lst.span.end, lst.span.end), f", {effect}")
+        else:
+            anchor = fn.syntax.child_of_kind(ast.K.RET_TYPE) or fn.param_list
+            at = anchor.span.end if anchor is not None else fn.name.span.end  # type: ignore[union-attr]
+            edit = Edit(Span(at, at), f" ! {effect}")
+        self.err(
+            "K0501",
+            span,
+            f"{what} has the `{effect}` effect, which `{self.sig.name}` does not declare",
+            fix=Fix(f"add `{effect}` to the effects of `{self.sig.name}`", (edit,)),
+        )
+        return False
+
+    def _token(self) -> Val:
+        b = self.lookup(TOKEN_VAR)
+        assert b is not None
+        return b.val
+
+    def _effect_node(self, op: str, args: list[Val], span: Span, attrs: dict) -> Node | None:
+        token = self._token()
+        if any(a.is_err or a.value is None for a in args):
+            return None
+        try:
+            with dim_names_for_display(self.sig.dim_names):
+                types = ops.infer(op, (TOKEN, *(a.type for a in args)), attrs)
+        except ops.TypeRuleError as ex:
+            self.err(ex.code, span, str(ex))
+            return None
+        node = self.add(Node(op, (token.value, *(a.value for a in args)), types, attrs), span)
+        self._set(TOKEN_VAR, Val(node.out(0), TOKEN))
+        return node
+
+    # --- user functions ------------------------------------------------------------------
+    def user_call(self, e: ast.CallExpr, sig: FnSig):
+        args = e.args
+        params = sig.type.params
+        if len(args) != len(params):
+            return self.err(
+                "K0303",
+                e.span,
+                f"`{sig.name}` takes {len(params)} argument(s) but {len(args)} were given",
+                related=(Related(sig.name_span, f"`{sig.name}` is defined here"),),
+            )
+        binding: dict[int, object] = {}
+        vals: list[Val] = []
+        mut_targets: list[str] = []
+        ok = True
+        for i, (pt, arg) in enumerate(zip(params, args, strict=True)):
+            if isinstance(pt, Ref) and pt.mutable:
+                v = self._mut_arg(arg, sig, i)
+                if v.is_err:
+                    ok = False
+                    continue
+                mut_targets.append(arg.operand.name.text)  # type: ignore[union-attr]
+            else:
+                v = self.expr(arg, substitute(pt, binding))  # type: ignore[arg-type]
+                if v.is_err:
+                    ok = False
+                    continue
+            if not self.unify(pt, v.type, binding, arg, sig, i):
+                ok = False
+            vals.append(v)
+        for eff in sig.type.effects:
+            ok &= self.need_effect(eff, e.span, f"`{sig.name}`")
+        callee = self.callees.get(sig.name)
+        if not ok or callee is None:
+            return ERR_VAL
+        result = substitute(sig.type.result, binding)  # type: ignore[arg-type]
+        outs: list[Type] = [TOKEN] if sig.type.effects else []
+        has_result = not isinstance(result, Unit)
+        if has_result:
+            outs.append(result)
+        outs += [
+            substitute(strip_ref(p), binding) for p in params if isinstance(p, Ref) and p.mutable
+        ]  # type: ignore[arg-type]
+        inputs = ([self._token().value] if sig.type.effects else []) + [v.value for v in vals]
+        attrs = {"callee": callee.hash, "fn": sig.type, "results": tuple(outs)}
+        node = self.add(Node("call", tuple(inputs), tuple(outs), attrs), e.span)
+        k = 0
+        if sig.type.effects:
+            self._set(TOKEN_VAR, Val(node.out(0), TOKEN))
+            k = 1
+        value = Val(node.out(k), result) if has_result else Val(None, result)
+        k += 1 if has_result else 0
+        for j, name in enumerate(mut_targets):
+            self._set_anywhere(name, Val(node.out(k + j), node.types[k + j]))
+        return value
+
+    def _set_anywhere(self, name: str, val: Val) -> None:
+        self._set(name, val)
+
+    def _mut_arg(self, arg: ast.Expr, sig: FnSig, i: int) -> Val:
+        pname = sig.param_names[i]
+        if not (isinstance(arg, ast.RefExpr) and arg.is_mut):
+            fix = Fix(
+                "pass a mutable borrow", (Edit(Span(arg.span.start, arg.span.start), "&mut "),)
+            )
+            return self.err(
+                "K0301",
+                arg.span,
+                f"parameter `{pname}` of `{sig.name}` is `&mut`: pass `&mut x`",
+                fix=fix,
+            )
+        target = arg.operand
+        if not isinstance(target, ast.PathExpr) or target.name is None:
+            return self.err("K0311", arg.span, "`&mut` needs a variable: `&mut x`")
+        b = self.lookup(target.name.text)
+        if b is None:
+            return self.expr(target, None)
+        if not b.mutable:
+            fix = Fix(f"make `{b.name}` mutable", (Edit(Span(b.span.start, b.span.start), "mut "),))
+            return self.err(
+                "K0405",
+                target.span,
+                f"cannot borrow `{b.name}` as mutable: it is not declared `mut`",
+                fix=fix,
+            )
+        if b.val.is_err:
+            return b.val
+        return Val(b.val.value, Ref(strip_ref(b.val.type), True))
+
+    def unify(self, pt: Type, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int) -> bool:
+        """Match an argument type against a parameter type, binding symbolic dimensions."""
+        pname = sig.param_names[i]
+        p_ast = sig.ast.params[i]
+        related = (Related(p_ast.span, f"parameter `{pname}` is declared here"),)
+
+        def mismatch(extra: str = "", fix=None) -> bool:
+            self.err(
+                "K0301",
+                arg.span,
+                f"mismatched types: `{sig.name}` expects `{pt.display(sig.dim_names)}` for `{pname}`,"
+                f" found {self.show(at)}{extra}",
+                related=related,
+                fix=fix,
+            )
+            return False
+
+        p, a = pt, at
+        if isinstance(p, Ref):
+            if not isinstance(a, Ref):
+                fix = Fix("borrow it with `&`", (Edit(Span(arg.span.start, arg.span.start), "&"),))
+                return (
+                    mismatch(fix=fix)
+                    if strip_ref(a) == strip_ref(substitute(p, binding))
+                    or isinstance(strip_ref(a), Tensor)
+                    else mismatch()
+                )
+            if a.mutable != p.mutable:
+                return mismatch()
+            p, a = p.inner, a.inner
+        elif isinstance(a, Ref):
+            return mismatch(" (pass the value, not a borrow)")
+        if isinstance(p, Tensor):
+            if (
+                not isinstance(a, Tensor)
+                or a.elem != p.elem
+                or a.rank != p.rank
+                or a.space != p.space
+            ):
+                return mismatch()
+            for pd, ad in zip(p.shape, a.shape, strict=True):
+                if isinstance(pd, int):
+                    if pd != ad:
+                        return mismatch(f" (dimension {pd} differs)")
+                    continue
+                bound = binding.get(pd.index)
+                if bound is None:
+                    binding[pd.index] = ad
+                elif bound != ad:
+                    from kera_core.ir.types import display_dim
+
+                    self.err(
+                        "K0310",
+                        arg.span,
+                        f"dimension `{sig.dim_names[pd.index]}` of `{sig.name}` is "
+                        f"{display_dim(bound, self.sig.dim_names)} from an earlier argument, "
+                        f"but `{pname}` gives {display_dim(ad, self.sig.dim_names)}",
+                        related=related,
+                    )
+                    return False
+            return True
+        if p != a:
+            return mismatch()
+        return True
+
+    # --- builtins --------------------------------------------------------------------------
+    def builtin_call(self, e: ast.CallExpr, name: str, expected):
+        arity, kind = BUILTINS[name]
+        args = e.args
+        if len(args) != arity:
+            return self.err(
+                "K0303", e.span, f"`{name}` takes {arity} argument(s) but {len(args)} were given"
+            )
+        if kind in ("unary", "reduce"):
+            v = self.expr(args[0], expected if kind == "unary" else None)
+            return self.op(name, [v], e.span)
+        if kind == "elementwise":
+            vals = self._literal_aware(args, expected)
+            return self.op(name, vals, e.span)
+        if kind == "pair":
+            a, b = self.pair(args[0], args[1], None)
+            return self.op(name, [a, b], e.span)
+        if kind == "layernorm":
+            x = self.expr(args[0], None)
+            eps = self.expr(args[1], elem_of(x.type) if not x.is_err else None)
+            return self.op(name, [x, eps], e.span)
+        if kind == "fill":
+            t = strip_ref(expected) if expected is not None else None
+            if not isinstance(t, Tensor):
+                return self.err(
+                    "K0301",
+                    e.span,
+                    f"cannot infer the shape of `{name}()`: annotate it, e.g. `let y: f32[N] = {name}(…);`",
+                )
+            if name == "zeros":
+                fill = self.const(t.elem, 0, e.span)
+            else:
+                fill = self.expr(args[0], t.elem)
+            return self.op("full", [fill], e.span, {"type": t})
+        if kind == "transfer":
+            x = self.expr(args[0], None)
+            sp = args[1]
+            if not isinstance(sp, ast.PathExpr) or sp.name is None or sp.name.text not in SPACES:
+                return self.err(
+                    "K0203", sp.span, f"`{name}` needs a memory space: " + ", ".join(SPACES)
+                )
+            if not self.need_effect("transfer", e.span, f"`{name}`") or x.is_err:
+                return ERR_VAL
+            node = self._effect_node(name, [x], e.span, {"space": sp.name.text})
+            return ERR_VAL if node is None else Val(node.out(1), node.types[1])
+        if kind == "print":
+            if not self.need_effect("io", e.span, "`print`"):
+                return ERR_VAL
+            arg = args[0]
+            if isinstance(arg, ast.Literal) and arg.token.kind == ast.K.STRING:
+                text = arg.token.text[1:-1]
+                node = self._effect_node("print", [], e.span, {"text": text})
+            else:
+                v = self.expr(arg, None)
+                if v.is_err:
+                    return ERR_VAL
+                node = self._effect_node("print", [v], e.span, {})
+            from kera_core.ir.types import UNIT
+
+            return ERR_VAL if node is None else Val(None, UNIT)
+        raise AssertionError(kind)  # pragma: no cover
+
+    def _literal_aware(self, args: list[ast.Expr], expected) -> list[Val]:
+        from kera_core.sema.lower import _is_untyped_literal
+
+        first = next((a for a in args if not _is_untyped_literal(a)), None)
+        ctx = expected
+        vals: dict[int, Val] = {}
+        if first is not None:
+            i = args.index(first)
+            vals[i] = self.expr(first, expected)
+            if not vals[i].is_err:
+                ctx = elem_of(vals[i].type) or expected
+        return [vals[i] if i in vals else self.expr(a, ctx) for i, a in enumerate(args)]
+
+
+def _prim(t) -> Prim | None:
+    return t if isinstance(t, Prim) else None

@@ -1,0 +1,354 @@
+"""Assignment and structured control flow (`if`, `for`, `while`) as region nodes.
+
+Forms (see docs/graph.md):
+
+- ``if``: inputs ``cond, carried…, captured…``; regions ``then`` and ``else`` take
+  ``(carried…, captured…)`` and yield ``(value?, carried…)``; outputs the same.
+- ``for``: inputs ``range, carried…, captured…``; the body region takes
+  ``(i, carried…, captured…)`` and yields the next ``carried…``; outputs the final ones.
+- ``while``: inputs ``carried…, captured…``; region ``cond`` yields one bool and
+  region ``body`` yields the next ``carried…``; both take ``(carried…, captured…)``.
+"""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Edit, Fix
+from kera_core.ir.node import Node, Region
+from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, strip_ref
+from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Val
+from kera_core.sema.lower_exits import may_exit
+from kera_core.source import Span
+from kera_core.syntax import ast
+from kera_core.syntax.kinds import SyntaxKind as K
+
+COMPOUND = {
+    K.PLUSEQ: "add", K.MINUSEQ: "sub", K.STAREQ: "mul", K.SLASHEQ: "div", K.PERCENTEQ: "rem",
+    K.AMPEQ: "and", K.PIPEEQ: "or", K.CARETEQ: "xor", K.SHLEQ: "shl", K.SHREQ: "shr",
+}  # fmt: skip
+
+
+class ControlFlow:
+    """Mixin of :class:`kera_core.sema.lower.FnLowering` for assignment and control flow."""
+
+    # --- assignment ------------------------------------------------------------------
+    def e_AssignExpr(self, e: ast.AssignExpr, expected):
+        op = e.op
+        if op is None:
+            return ERR_VAL
+        compound = COMPOUND.get(op.kind)
+        rhs = e.rhs
+
+        def value(current: Val, target_type) -> Val:
+            if compound is None:
+                return self.expr(rhs, target_type)
+            r = self.expr(rhs, target_type)
+            return self.op(compound, [current, r], e.span)
+
+        self.assign_place(e.lhs, value, compound is not None, e.span)
+        return Val(None, UNIT)
+
+    def assign_place(self, target, make, needs_current: bool, span: Span) -> Val:
+        """Store ``make(current, type)`` into the place ``target``; returns the new root value."""
+        if isinstance(target, ast.ParenExpr):
+            return self.assign_place(target.inner, make, needs_current, span)
+        if isinstance(target, ast.PathExpr) and target.name is not None:
+            name = target.name.text
+            b = self.lookup(name)
+            if b is None:
+                return self.expr(target, None)  # reports the unknown name
+            if b.kind == "dim":
+                return self.err(
+                    "K0311", target.span, f"`{name}` is a dimension and cannot be assigned"
+                )
+            if not b.mutable:
+                fix = Fix(
+                    f"make `{name}` mutable", (Edit(Span(b.span.start, b.span.start), "mut "),)
+                )
+                what = "parameter" if b.kind == "param" else "variable"
+                return self.err(
+                    "K0405", target.span,
+                    f"cannot assign to immutable {what} `{name}`",
+                    fix=fix if b.kind != "loop" else None,
+                )  # fmt: skip
+            if isinstance(b.val.type, Ref) and not b.val.type.mutable:
+                return self.err(
+                    "K0405",
+                    target.span,
+                    f"cannot assign through the shared borrow `{name}`; declare it `&mut`",
+                )
+            if b.val.is_err:
+                return b.val
+            t = strip_ref(b.val.type)
+            new = make(b.val, t)
+            if new.is_err:
+                return new
+            if not self.check_type(t, new, span, f"assignment to `{name}`"):
+                return ERR_VAL
+            self._set(name, Val(new.value, t))
+            if new.value is not None:
+                self.prov.node_names.setdefault(new.value.node, name)
+            return new
+        if isinstance(target, ast.IndexExpr):
+
+            def store(base: Val, base_type) -> Val:
+                idx = [self.expr(i, I64) for i in target.indices]
+                cur = self.op("index", [base, *idx], target.span) if needs_current else None
+                t = base_type.elem if hasattr(base_type, "elem") else None
+                v = make(cur, t) if needs_current else make(None, t)
+                return self.op("update", [base, *idx, v], span)
+
+            return self.assign_place(target.base, store, True, span)
+        if isinstance(target, ast.FieldExpr) and target.field is not None:
+            fname = target.field.text
+
+            def set_field(base: Val, base_type) -> Val:
+                if not isinstance(base_type, Struct):
+                    return self.err(
+                        "K0204", target.field.span, f"{self.show(base_type)} has no field `{fname}`"
+                    )
+                i = base_type.field_index(fname)
+                if i is None:
+                    return self.err(
+                        "K0204",
+                        target.field.span,
+                        f"struct `{base_type.name}` has no field `{fname}`",
+                    )
+                cur = self.op("field", [base], target.span, {"index": i}) if needs_current else None
+                v = make(cur, base_type.fields[i][1])
+                return self.op("set_field", [base, v], span, {"index": i})
+
+            return self.assign_place(target.base, set_field, True, span)
+        if target is None:
+            return ERR_VAL
+        return self.err(
+            "K0311",
+            target.span,
+            "cannot assign to this expression; assign to a variable, an element `x[i]` or a field `p.x`",
+        )
+
+    # --- if --------------------------------------------------------------------------
+    def e_IfExpr(self, e: ast.IfExpr, expected):
+        cond = self.expr(e.condition, BOOL)
+        if not cond.is_err and cond.type != BOOL:
+            self.err(
+                "K0301",
+                e.condition.span,
+                f"an `if` condition must be `bool`, found {self.show(cond.type)}",
+            )
+            cond = ERR_VAL
+        then_b = e.then_branch
+        else_b = e.else_branch
+
+        def then_fn():
+            return self.block(then_b, expected) if then_b is not None else ERR_VAL
+
+        def else_fn(_):
+            if isinstance(else_b, ast.Block):
+                return self.block(else_b, expected)
+            if isinstance(else_b, ast.IfExpr):
+                return self.expr(else_b, expected)
+            return Val(None, UNIT)
+
+        nodes = [x.syntax for x in (then_b, else_b) if x is not None]
+        v = self.if_node(cond, then_fn, else_fn, nodes, e.span)
+        if not v.is_err and v.value is not None and else_b is None:
+            return self.err(
+                "K0301",
+                e.span,
+                f"an `if` without `else` cannot produce a value (found {self.show(v.type)})",
+            )
+        return v
+
+    def if_node(self, cond: Val, then_fn, else_fn, syntax_nodes: list, span: Span) -> Val:
+        """An `if` node whose branches are built by ``then_fn()`` and ``else_fn(then_value)``."""
+        names = self.carried_names(syntax_nodes)
+        outer = self.frame
+        f1 = self.open_frame(names, [])
+        self.frame = f1
+        v1 = then_fn()
+        fin1 = self.finals(f1)
+        self.frame = outer
+        f2 = self.open_frame(names, [], share=f1)
+        self.frame = f2
+        v2 = else_fn(v1)
+        fin2 = self.finals(f2)
+        self.frame = outer
+        if cond.is_err or v1.is_err or v2.is_err:
+            return ERR_VAL
+        if v1.type is NEVER and v2.type is NEVER:
+            result = Val(None, NEVER)
+        elif v1.type is NEVER:
+            v1 = self.zero_of(v2.type, span)
+        elif v2.type is NEVER:
+            v2 = self.zero_of(v1.type, span)
+        has_value = v1.value is not None or v2.value is not None
+        if has_value and (v1.type != v2.type or v1.value is None or v2.value is None):
+            return self.err(
+                "K0301",
+                span,
+                f"`if` and `else` have different types: {self.show(v1.type)} and {self.show(v2.type)}",
+            )
+        params = tuple(f2.params)
+        r1 = Region(params, tuple(([v1.value] if has_value else []) + fin1))
+        r2 = Region(params, tuple(([v2.value] if has_value else []) + fin2))
+        self.regions[r1.hash] = r1
+        self.regions[r2.hash] = r2
+        types = ([v1.type] if has_value else []) + [f2.params[i] for i in range(len(names))]
+        inputs = [cond.value] + self._initial(names) + f2.capture_inputs
+        node = self.add(
+            Node("if", tuple(inputs), tuple(types), {"results": tuple(types)}, (r1.hash, r2.hash)),
+            span,
+        )
+        self.rebind(names, node, 1 if has_value else 0)
+        if v1.type is NEVER and v2.type is NEVER:
+            return result
+        return Val(node.out(0), v1.type) if has_value else Val(None, UNIT)
+
+    def _initial(self, names: list[str]):
+        out = []
+        for n in names:
+            b = self.lookup(n)
+            out.append(b.val.value)
+        return out
+
+    # --- for -------------------------------------------------------------------------
+    def e_ForExpr(self, e: ast.ForExpr, expected):
+        depth = len(self.loops)
+        try:
+            return self._for(e)
+        finally:
+            while len(self.loops) > depth:
+                self._end_loop()
+
+    def _for(self, e: ast.ForExpr):
+        rng = self.expr(e.iterable, None)
+        if rng.is_err:
+            return ERR_VAL
+        if not isinstance(rng.type, RangeType):
+            return self.err(
+                "K0301",
+                e.iterable.span,
+                f"`for` iterates over a range `a..b`, found {self.show(rng.type)}",
+            )
+        if e.body is None:
+            return ERR_VAL
+        var = e.var.text if e.var else "_"
+        exits = self._begin_loop(e.body.syntax, e.span)
+        names = [n for n in self.carried_names([e.body.syntax]) if n != var]
+        outer = self.frame
+        elem = rng.type.elem
+        f = self.open_frame(names, [elem])
+        f.scopes.append(
+            {
+                var: Binding(
+                    var,
+                    Val(self.param(0, elem), elem),
+                    False,
+                    e.var.span if e.var else e.span,
+                    "loop",
+                )
+            }
+        )
+        self.frame = f
+        if exits:
+            self.bind_flag(self.loops[-1][1], self.false(), e.span)
+            guard = self.still_running([self.loops[-1][0], *self.exit_flags()[:1]], e.span)
+            if self.lookup("$ret") is None:
+                guard = self.still_running([self.loops[-1][0]], e.span)
+            body = self.if_node(
+                guard,
+                lambda: self.block(e.body, None),
+                lambda _: Val(None, UNIT),
+                [e.body.syntax],
+                e.span,
+            )
+        else:
+            body = self.block(e.body, None)
+        fin = self.finals(f)
+        self.frame = outer
+        if body.is_err:
+            return ERR_VAL
+        region = Region(tuple(f.params), tuple(fin))
+        self.regions[region.hash] = region
+        types = tuple(f.params[1 : 1 + len(names)])
+        inputs = [rng.value] + self._initial(names) + f.capture_inputs
+        node = self.add(
+            Node("for", tuple(inputs), types, {"results": types}, (region.hash,)), e.span
+        )
+        self.rebind(names, node, 0)
+        return Val(None, UNIT)
+
+    def _begin_loop(self, body_syntax, span) -> bool:
+        """Set up `break`/`continue` flags when the body needs them; True if it does."""
+        if not may_exit(body_syntax):
+            return False
+        depth = len(self.loops)
+        brk, cont = f"$brk{depth}", f"$cont{depth}"
+        self.bind_flag(brk, self.false(), span)
+        self.loops.append((brk, cont))
+        return True
+
+    def _end_loop(self) -> None:
+        brk, _ = self.loops.pop()
+        for scope in reversed(self.frame.scopes):
+            if brk in scope:
+                del scope[brk]
+                break
+
+    # --- while -----------------------------------------------------------------------
+    def e_WhileExpr(self, e: ast.WhileExpr, expected):
+        depth = len(self.loops)
+        try:
+            return self._while(e)
+        finally:
+            while len(self.loops) > depth:
+                self._end_loop()
+
+    def _while(self, e: ast.WhileExpr):
+        if e.body is None or e.condition is None:
+            return ERR_VAL
+        exits = self._begin_loop(e.body.syntax, e.span)
+        names = self.carried_names([e.condition.syntax, e.body.syntax])
+        outer = self.frame
+        fc: Frame = self.open_frame(names, [])
+        self.frame = fc
+        if exits:
+            flags = [self.loops[-1][0]] + (["$ret"] if self.lookup("$ret") is not None else [])
+            cond = self.if_node(
+                self.still_running(flags, e.span),
+                lambda: self.expr(e.condition, BOOL),
+                lambda _: self.false(),
+                [e.condition.syntax],
+                e.span,
+            )
+        else:
+            cond = self.expr(e.condition, BOOL)
+        self.frame = outer
+        if not cond.is_err and cond.type != BOOL:
+            self.err(
+                "K0301",
+                e.condition.span,
+                f"a `while` condition must be `bool`, found {self.show(cond.type)}",
+            )
+            cond = ERR_VAL
+        fb = self.open_frame(names, [], share=fc)
+        self.frame = fb
+        if exits:
+            self.bind_flag(self.loops[-1][1], self.false(), e.span)
+        body = self.block(e.body, None)
+        fin = self.finals(fb)
+        self.frame = outer
+        if cond.is_err or body.is_err:
+            return ERR_VAL
+        params = tuple(fb.params)
+        rc = Region(params, (cond.value,))
+        rb = Region(params, tuple(fin))
+        self.regions[rc.hash] = rc
+        self.regions[rb.hash] = rb
+        types = tuple(params[: len(names)])
+        inputs = self._initial(names) + fb.capture_inputs
+        node = self.add(
+            Node("while", tuple(inputs), types, {"results": types}, (rc.hash, rb.hash)), e.span
+        )
+        self.rebind(names, node, 0)
+        return Val(None, UNIT)
