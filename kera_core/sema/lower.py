@@ -69,6 +69,7 @@ class LoweredFn:
     provenance: FnProvenance | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)  # absolute, as of ``base``
     base: int = 0  # where the function started when it was lowered
+    expr_types: dict = field(default_factory=dict)  # (start, end, kind) -> Type, absolute
 
     @property
     def relocatable(self) -> bool:
@@ -127,6 +128,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.types = TypeResolver(env, sig.dim_names, [])
         self.frame: Frame | None = None
         self.loops: list[tuple[str, str]] = []
+        self.expr_types: dict[tuple[int, int, K], Type] = {}
 
     # --- diagnostics ---------------------------------------------------------------
     def err(self, code: str, span: Span, msg: str, **kw) -> Val:
@@ -339,7 +341,16 @@ class FnLowering(ControlFlow, Calls, Exits):
             self.regions[region.hash] = region
             function = Function(sig.name, sig.type, region.hash, sig.exported, tuple(outputs))
             self._keep_reachable(region.hash)
-        return LoweredFn(sig, function, self.nodes, self.regions, self.prov, self.diags, self.base)
+        return LoweredFn(
+            sig,
+            function,
+            self.nodes,
+            self.regions,
+            self.prov,
+            self.diags,
+            self.base,
+            self.expr_types,
+        )
 
     def _keep_reachable(self, root: bytes) -> None:
         """Drop nodes and regions that no yield reaches (reads made only for a diagnostic)."""
@@ -445,7 +456,9 @@ class FnLowering(ControlFlow, Calls, Exits):
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is None:  # pragma: no cover - every Expr class has a method
             return self.err("K0315", e.span, f"unsupported expression `{e.syntax}`")
-        return method(e, expected)
+        v = method(e, expected)
+        self.expr_types[(e.span.start, e.span.end, e.syntax.kind)] = v.type
+        return v
 
     def e_ParenExpr(self, e: ast.ParenExpr, expected):
         return self.expr(e.inner, expected) if e.inner is not None else Val(None, UNIT)

@@ -276,7 +276,12 @@ def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
     )
     delta = sig.span.start - lf.base
     diags = [d.shifted(delta) for d in lf.diagnostics] if delta else lf.diagnostics
-    return LoweredFn(sig, lf.function, lf.nodes, lf.regions, prov, diags, sig.span.start)
+    types = (
+        {(a + delta, b + delta, k): t for (a, b, k), t in lf.expr_types.items()}
+        if delta
+        else lf.expr_types
+    )
+    return LoweredFn(sig, lf.function, lf.nodes, lf.regions, prov, diags, sig.span.start, types)
 
 
 def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
