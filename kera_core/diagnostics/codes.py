@@ -24,6 +24,7 @@ CODES: dict[str, str] = {
     "K0108": "file too deeply nested",
     "K0109": "parser step limit reached",
     "K0110": "doc comment not attached to an item",
+    "K0111": "range operators cannot be chained",
     # names
     "K0201": "unknown name",
     "K0202": "duplicate definition",

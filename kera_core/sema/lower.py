@@ -33,7 +33,7 @@ from kera_core.ir.types import (
 from kera_core.sema import literals
 from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, did_you_mean
 from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
-from kera_core.sema.lower_calls import Calls
+from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
 from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
 from kera_core.source import Span
@@ -400,6 +400,53 @@ class FnLowering(ControlFlow, Calls, Exits):
             return None
         self.types.diags = self.diags
         return self.types.resolve(t)
+
+    def peek_type(self, e: ast.Expr | None) -> Type | None:
+        """The type ``e`` will have, when that is evident without lowering it (no nodes made)."""
+        if isinstance(e, ast.ParenExpr | ast.PrefixExpr):
+            return self.peek_type(e.inner if isinstance(e, ast.ParenExpr) else e.operand)
+        if isinstance(e, ast.PathExpr) and e.name is not None:
+            f = self.frame
+            b = None
+            while f is not None and b is None:
+                b = f.lookup_local(e.name.text)
+                f = f.parent
+            if b is not None and b.kind != "dim" and not b.val.is_err:
+                return strip_ref(b.val.type)
+            return None
+        if isinstance(e, ast.BinExpr):
+            op = e.op
+            if op is not None and BIN_OPS.get(op.kind) in COMPARISONS | {"land", "lor"}:
+                return BOOL
+            return self.peek_type(e.lhs) or self.peek_type(e.rhs)
+        if isinstance(e, ast.Literal) and not _is_untyped_literal(e):
+            tok = e.token
+            if tok.kind in (K.TRUE_KW, K.FALSE_KW):
+                return BOOL
+            suffix = literals.split_suffix(tok.text)[1]
+            return Prim(suffix) if suffix else None
+        if isinstance(e, ast.CastExpr) and e.type is not None:
+            return TypeResolver(self.env, self.sig.dim_names, []).resolve(e.type)
+        if isinstance(e, ast.IndexExpr):
+            base = self.peek_type(e.base)
+            return base.elem if isinstance(base, Tensor) else None
+        if isinstance(e, ast.RefExpr):
+            return self.peek_type(e.operand)
+        if isinstance(e, ast.CallExpr) and isinstance(e.callee, ast.PathExpr) and e.callee.name:
+            name = e.callee.name.text
+            sig = self.env.fns.get(name)
+            if sig is not None:
+                r = sig.type.result
+                return r if not isinstance(r, Tensor) or all(isinstance(d, int) for d in r.shape) else None
+            kind = BUILTINS.get(name, (0, ""))[1]
+            arg = self.peek_type(e.args[0]) if e.args else None
+            if name == "argmax":
+                return I64
+            if kind in ("reduce", "pair") and name != "matmul" and name != "conv1d":
+                return elem_of(arg) if arg is not None else None
+            if kind in ("unary", "elementwise"):
+                return arg
+        return None
 
     def check_type(
         self, expected: Type, val: Val, span: Span, what: str, fn_result: bool = False

@@ -138,6 +138,10 @@ class ControlFlow:
             cond = ERR_VAL
         then_b = e.then_branch
         else_b = e.else_branch
+        if expected is None:  # let a typed branch type an untyped literal in the other
+            for b in (then_b, else_b):
+                tail = b.tail if isinstance(b, ast.Block) else b
+                expected = expected or self.peek_type(tail)
 
         def then_fn():
             return self.block(then_b, expected) if then_b is not None else ERR_VAL

@@ -47,7 +47,19 @@ class TreeBuilder:
         return i - self.pos
 
     def _n_attached(self, n_trivia: int) -> int:
-        """How many of the trailing trivia tokens are comments glued to the next item."""
+        """How many of the trailing trivia tokens are comments glued to the next item.
+
+        A comment on the same line as the previous token is that line's trailing
+        comment (Roslyn's rule) and never moves down to the next item.
+        """
+        limit = n_trivia
+        if self.pos > 0:
+            for i in range(self.pos, self.pos + n_trivia):
+                if self.kinds[i] == K.WHITESPACE and "\n" in self.texts[i]:
+                    limit = self.pos + n_trivia - i - 1
+                    break
+            else:
+                limit = 0
         attached = 0
         i = self.pos + n_trivia - 1
         count = 0
@@ -60,7 +72,7 @@ class TreeBuilder:
             else:
                 attached = count
             i -= 1
-        return attached
+        return min(attached, limit)
 
     def _eat_trivia(self, n: int) -> None:
         for _ in range(n):
@@ -105,7 +117,9 @@ class TreeBuilder:
             end = at + (len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")))
         else:
             end = at
-        self.diagnostics.append(error(code, Span(at, end), message))
+        d = error(code, Span(at, end), message)
+        if not self.diagnostics or self.diagnostics[-1] != d:
+            self.diagnostics.append(d)
 
     def run(self, events: list[Event]) -> GreenNode:
         forward: list[SyntaxKind] = []

@@ -16,7 +16,7 @@ from kera_core.syntax.parser.events import FINISH, Error, Event, Start, Token
 K = SyntaxKind
 
 FUEL = 256
-MAX_DEPTH = 96
+MAX_DEPTH = 128
 
 
 class Stuck(Exception):
@@ -86,6 +86,12 @@ class Parser:
     def err_and_bump(self, code: str, message: str) -> None:
         m = self.start()
         self.error(code, message)
+        self.bump()
+        m.complete(self, K.ERROR)
+
+    def bump_error(self) -> None:
+        """Wrap one already-reported token in an ERROR node, so parsing moves on."""
+        m = self.start()
         self.bump()
         m.complete(self, K.ERROR)
 

@@ -35,6 +35,7 @@ EXPR_FIRST = frozenset(
 )
 
 STMT_FIRST = EXPR_FIRST | {K.LET_KW, K.SEMI}
+_CLOSERS = frozenset({K.R_PAREN, K.R_BRACK, K.R_BRACE})
 
 
 def name(p: Parser, what: str = "a name") -> bool:
@@ -59,8 +60,8 @@ def recover_until(p: Parser, code: str, message: str, stop: Collection[SyntaxKin
     Stops before a token in ``stop``, before a closing delimiter that closes an
     enclosing construct, and at end of file. Nested delimiters are skipped whole.
     """
-    if p.at_any(stop) or p.at_eof():
-        p.error(code, message)
+    if p.at_any(stop) or p.at_eof() or p.at_any(_CLOSERS):
+        p.error(code, message)  # nothing to gather; an enclosing rule handles the token
         return
     m = p.start()
     p.error(code, message)

@@ -54,7 +54,7 @@ INFIX: dict[SyntaxKind, tuple[int, bool, SyntaxKind]] = {
 }
 CAST_BP = 12
 
-BLOCK_LIKE = frozenset({K.BLOCK_EXPR, K.IF_EXPR, K.FOR_EXPR, K.WHILE_EXPR})
+BLOCK_LIKE_FIRST = frozenset({K.IF_KW, K.FOR_KW, K.WHILE_KW, K.L_BRACE})
 LITERALS = frozenset({K.INT, K.FLOAT, K.STRING, K.TRUE_KW, K.FALSE_KW})
 _STMT_RECOVERY = STMT_FIRST | {K.R_BRACE} | ITEM_FIRST
 
@@ -76,6 +76,9 @@ def block(p: Parser) -> None:
     while not p.at(K.R_BRACE) and not p.at_eof():
         if p.at_any(ITEM_FIRST):
             break  # a new item: the block was not closed; let the item loop resume
+        if p.at(K.R_PAREN) or p.at(K.R_BRACK):
+            p.err_and_bump("K0107", f"unmatched {describe(p.current())}")
+            continue
         stmt(p)
     p.depth -= 1
     p.no_struct = saved
@@ -93,6 +96,16 @@ def stmt(p: Parser) -> None:
         let_stmt(p)
         return
     m = p.start()
+    if k in BLOCK_LIKE_FIRST:
+        # As in Rust, a statement that starts with `if`/`for`/`while`/`{` ends at its `}`:
+        # `if c { a } - 1` is two statements, not a subtraction.
+        primary(p)
+        if p.at(K.R_BRACE):
+            m.abandon(p)  # the block's tail expression
+            return
+        p.eat(K.SEMI)
+        m.complete(p, K.EXPR_STMT)
+        return
     e = expr(p)
     if e is None:
         m.abandon(p)
@@ -100,10 +113,6 @@ def stmt(p: Parser) -> None:
         return
     if p.at(K.R_BRACE):
         m.abandon(p)  # the block's tail expression
-        return
-    if e.kind in BLOCK_LIKE:
-        p.eat(K.SEMI)
-        m.complete(p, K.EXPR_STMT)
         return
     if not p.eat(K.SEMI):
         p.error("K0100", f"expected `;` after the expression, found {describe(p.current())}")
@@ -157,6 +166,7 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
     if lhs is None:
         return None
     chained_cmp = False
+    chained_range = False
     while True:
         k = p.current()
         if k == K.AS_KW:
@@ -177,6 +187,10 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
             if chained_cmp:
                 p.error("K0105", "comparison operators cannot be chained: use parentheses or `&&`")
             chained_cmp = True
+        elif kind == K.RANGE_EXPR:
+            if chained_range:
+                p.error("K0111", "range operators cannot be chained: use parentheses")
+            chained_range = True
         m = lhs.precede(p)
         p.bump()
         if expr_bp(p, bp if right else bp + 1) is None:
@@ -186,30 +200,25 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
 
 
 def unary(p: Parser) -> CompletedMarker | None:
-    p.depth += 1
-    try:
-        if p.depth > MAX_DEPTH:
-            return p.skip_balanced("K0108", "expression nested too deeply")
-        k = p.current()
-        if k in (K.MINUS, K.BANG):
+    k = p.current()
+    if k in (K.MINUS, K.BANG, K.AMP):
+        p.depth += 1
+        try:
+            if p.depth > MAX_DEPTH:
+                return p.skip_balanced("K0108", "expression nested too deeply")
             m = p.start()
             p.bump()
+            if k == K.AMP:
+                p.eat(K.MUT_KW)
             if unary(p) is None:
                 p.error("K0102", f"expected an expression, found {describe(p.current())}")
-            return m.complete(p, K.PREFIX_EXPR)
-        if k == K.AMP:
-            m = p.start()
-            p.bump()
-            p.eat(K.MUT_KW)
-            if unary(p) is None:
-                p.error("K0102", f"expected an expression, found {describe(p.current())}")
-            return m.complete(p, K.REF_EXPR)
-        lhs = primary(p)
-        if lhs is None:
-            return None
-        return postfix(p, lhs)
-    finally:
-        p.depth -= 1
+            return m.complete(p, K.REF_EXPR if k == K.AMP else K.PREFIX_EXPR)
+        finally:
+            p.depth -= 1
+    lhs = primary(p)
+    if lhs is None:
+        return None
+    return postfix(p, lhs)
 
 
 def postfix(p: Parser, lhs: CompletedMarker) -> CompletedMarker:
@@ -296,9 +305,12 @@ def primary(p: Parser) -> CompletedMarker | None:
         m = p.start()
         p.bump()
         name(p, "a loop variable")
-        if p.expect(K.IN_KW):
-            if _expr_no_struct(p) is None:
-                p.error("K0102", f"expected a range, found {describe(p.current())}")
+        has_in = p.expect(K.IN_KW)
+        if p.at(K.L_BRACE):
+            if has_in:
+                p.error("K0102", "expected a range, found `{`")
+        elif _expr_no_struct(p) is None:
+            p.error("K0102", f"expected a range, found {describe(p.current())}")
         block(p)
         return m.complete(p, K.FOR_EXPR)
     if k == K.WHILE_KW:
@@ -322,6 +334,16 @@ def primary(p: Parser) -> CompletedMarker | None:
 
 
 def if_expr(p: Parser) -> CompletedMarker:
+    p.depth += 1
+    try:
+        if p.depth > MAX_DEPTH:
+            return p.skip_balanced("K0108", "`else if` chain nested too deeply")
+        return _if_expr(p)
+    finally:
+        p.depth -= 1
+
+
+def _if_expr(p: Parser) -> CompletedMarker:
     m = p.start()
     p.bump()  # if
     if _expr_no_struct(p) is None:

@@ -11,6 +11,7 @@ from kera_core.syntax.parser.parser import Marker, Parser
 K = SyntaxKind
 
 _ITEM_RECOVERY = ITEM_FIRST
+_LIST_STOP = ITEM_FIRST | {K.COMMA, K.R_PAREN, K.R_BRACE, K.L_BRACE, K.R_BRACK, K.EOF}
 
 
 def source_file(p: Parser) -> None:
@@ -100,8 +101,14 @@ def _param(p: Parser) -> None:
     p.eat(K.MUT_KW)
     name(p, "a parameter name")
     if p.expect(K.COLON):
-        type_(p)
+        _type_or_skip(p)
     m.complete(p, K.PARAM)
+
+
+def _type_or_skip(p: Parser) -> None:
+    """A type in a list; a bad token is reported once and skipped, keeping the list intact."""
+    if not type_(p) and not p.at_any(_LIST_STOP):
+        p.bump_error()
 
 
 def _effect(p: Parser) -> None:
@@ -134,7 +141,7 @@ def _field(p: Parser) -> None:
         v.complete(p, K.VISIBILITY)
     name(p, "a field name")
     if p.expect(K.COLON):
-        type_(p)
+        _type_or_skip(p)
     m.complete(p, K.FIELD)
 
 

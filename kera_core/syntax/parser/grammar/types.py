@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kera_core.syntax.kinds import SyntaxKind, describe
 from kera_core.syntax.parser.grammar.common import delimited, name_ref
-from kera_core.syntax.parser.parser import Parser
+from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
 
 K = SyntaxKind
 
@@ -16,12 +16,19 @@ def type_(p: Parser) -> bool:
     """Parse one type; on failure report and consume nothing."""
     k = p.current()
     if k == K.AMP:
-        m = p.start()
-        p.bump()
-        p.eat(K.MUT_KW)
-        type_(p)
-        m.complete(p, K.REF_TYPE)
-        return True
+        p.depth += 1
+        try:
+            if p.depth > MAX_DEPTH:
+                p.skip_balanced("K0108", "type nested too deeply")
+                return True
+            m = p.start()
+            p.bump()
+            p.eat(K.MUT_KW)
+            type_(p)
+            m.complete(p, K.REF_TYPE)
+            return True
+        finally:
+            p.depth -= 1
     if k == K.L_PAREN and p.nth(1) == K.R_PAREN:
         m = p.start()
         p.bump()

@@ -1,0 +1,7 @@
+from typing import Final
+
+HIGHLIGHTS_QUERY: Final[str]
+LOCALS_QUERY: Final[str]
+FOLDS_QUERY: Final[str]
+
+def language() -> object: ...

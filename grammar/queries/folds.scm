@@ -1,0 +1,9 @@
+[
+  (block)
+  (field_declaration_list)
+  (field_initializer_list)
+  (parameters)
+  (arguments)
+  (array_expression)
+  (block_comment)
+] @fold

@@ -1,0 +1,147 @@
+; Highlighting for Kera.
+;
+; Patterns go from general to specific. Few nodes match more than one pattern (the
+; SCREAMING_CASE heuristic, builtin calls, type and field names in special positions); for
+; those the later, more specific pattern is meant to win, which is what `tree-sitter highlight`
+; 0.22 and Neovim do. Plain variable references get no capture.
+
+; Naming conventions: SCREAMING_CASE names are constants.
+((identifier) @constant
+  (#match? @constant "^[A-Z][A-Z0-9_]+$"))
+
+; Comments
+(line_comment) @comment
+(block_comment) @comment
+(doc_comment) @comment.documentation
+
+; Literals
+(integer_literal) @number
+(float_literal) @number.float
+(boolean_literal) @boolean
+(string_literal) @string
+(escape_sequence) @string.escape
+
+; Types
+(primitive_type) @type.builtin
+(type_identifier) @type
+(struct_item
+  name: (type_identifier) @type.definition)
+(shape
+  (identifier) @variable.parameter)
+
+; Memory spaces (`@device`) and effects (`! io, transfer`)
+(memory_space
+  "@" @attribute
+  name: (identifier) @attribute)
+(effect) @attribute
+(effect_list
+  "!" @punctuation.special)
+
+; Fields
+(field_identifier) @property
+
+; Functions: definitions, calls and builtins
+(function_item
+  name: (identifier) @function)
+(call_expression
+  function: (identifier) @function.call)
+(call_expression
+  function: (identifier) @function.builtin
+  (#any-of? @function.builtin
+    "exp" "log" "sqrt" "tanh" "sigmoid" "abs" "fma" "minimum" "maximum" "sum" "max" "min"
+    "argmax" "mean" "dot" "matmul" "softmax" "layernorm" "conv1d" "zeros" "full" "move_to"
+    "copy_to" "print"))
+(call_expression
+  function: (field_expression
+    field: (field_identifier) @function.call))
+
+; Definitions: parameters, dimensions, variables, constants
+(parameter
+  name: (identifier) @variable.parameter)
+(dimension_parameters
+  (identifier) @variable.parameter)
+(let_declaration
+  name: (identifier) @variable)
+(for_expression
+  name: (identifier) @variable)
+(const_item
+  name: (identifier) @constant)
+
+; Keywords
+"fn" @keyword.function
+[
+  "struct"
+  "const"
+  "let"
+] @keyword
+[
+  "pub"
+  "mut"
+] @keyword.modifier
+[
+  "if"
+  "else"
+] @keyword.conditional
+[
+  "for"
+  "in"
+  "while"
+  "break"
+  "continue"
+] @keyword.repeat
+"return" @keyword.return
+"as" @keyword.operator
+
+; Operators
+[
+  "="
+  "+="
+  "-="
+  "*="
+  "/="
+  "%="
+  "&="
+  "|="
+  "^="
+  "<<="
+  ">>="
+  ".."
+  "..="
+  "||"
+  "&&"
+  "=="
+  "!="
+  "<"
+  "<="
+  ">"
+  ">="
+  "|"
+  "^"
+  "&"
+  "<<"
+  ">>"
+  "+"
+  "-"
+  "*"
+  "/"
+  "%"
+] @operator
+(unary_expression
+  "!" @operator)
+
+; Punctuation
+[
+  "("
+  ")"
+  "["
+  "]"
+  "{"
+  "}"
+] @punctuation.bracket
+[
+  ","
+  ";"
+  ":"
+  "."
+  "->"
+] @punctuation.delimiter

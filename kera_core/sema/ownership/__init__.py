@@ -1,0 +1,58 @@
+"""The ownership and memory-space checker (borrow checker): rules in docs/ownership.md.
+
+It runs after lowering, on the AST of every function that lowered without errors,
+and uses the types lowering recorded (``LoweredFn.expr_types``). It never changes the
+graph: ownership decides which programs are accepted, and — because an accepted
+program never observes a value after it was moved or while it is borrowed mutably —
+lets backends update tensors in place.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kera_core.diagnostics import Diagnostic, error, sort_key
+from kera_core.sema.ownership.build import Builder
+from kera_core.sema.ownership.flow import check_flow
+
+if TYPE_CHECKING:
+    from kera_core.sema.module import Module
+    from kera_core.syntax.parse import Parse
+
+__all__ = ["check_ownership", "check_function"]
+
+
+def check_function(module: Module, name: str) -> list[Diagnostic]:
+    """The ownership diagnostics of one lowered function (none if it had errors)."""
+    lf = module.functions.get(name)
+    if lf is None or lf.function is None or any(d.is_error for d in lf.diagnostics):
+        return []
+    return check_flow(Builder(module.env, lf.sig, lf.expr_types).build())
+
+
+def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnostic]:
+    """Moves, borrows and memory spaces of every function that lowered cleanly.
+
+    A function whose text has syntax errors is skipped (its tree is partial, so
+    a report would be about code the user has not finished writing). An internal
+    failure becomes one K0901 diagnostic on the function instead of an exception, so
+    an editor keeps working; the tests assert that it never happens.
+    """
+    broken = [d.span for d in parse.diagnostics if d.is_error] if parse is not None else []
+    out: list[Diagnostic] = []
+    for name, lf in module.functions.items():
+        span = lf.sig.span
+        if any(span.start <= s.start < span.end or span.covers(s) for s in broken):
+            continue
+        try:
+            out += check_function(module, name)
+        except Exception as ex:  # pragma: no cover - a bug; reported, never raised
+            out.append(
+                error(
+                    "K0901",
+                    lf.sig.name_span,
+                    f"internal error in the ownership checker: {type(ex).__name__}: {ex}",
+                )
+            )
+    out.sort(key=sort_key)
+    return out

@@ -1,0 +1,613 @@
+"""From a function's AST to the ownership CFG, plus the checks that need no dataflow.
+
+The builder walks the body in evaluation order (`docs/language.md` §6.17) and emits
+one event per read, move, borrow, write and binding. While walking it also reports
+what is decided by the shape of the code alone: two `&mut` of one variable in a call
+(K0402), a block or function that hands out a borrow of a variable it owns (K0404),
+a move out of a borrow (K0408), and host code touching `@device` memory
+(K0406/K0407). Static diagnostics are anchored at the node where they occur, so those
+in unreachable code can be dropped like the dataflow ones.
+"""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Diagnostic, Edit, Fix, Related, error
+from kera_core.ir.types import I64, Ref, Tensor, Type, Unit, strip_ref
+from kera_core.sema.env import FnSig, ModuleEnv
+from kera_core.sema.lower_calls import BUILTINS
+from kera_core.sema.ownership.cfg import Cfg, Dest, Event, Loan, Var
+from kera_core.source import Span
+from kera_core.syntax import ast
+from kera_core.syntax.kinds import SyntaxKind as K
+
+EMPTY: frozenset[Loan] = frozenset()
+
+
+def space_of(t: Type | None) -> str | None:
+    t = strip_ref(t) if t is not None else None
+    return t.space if isinstance(t, Tensor) else None
+
+
+def unparen(e: ast.Expr | None) -> ast.Expr | None:
+    while isinstance(e, ast.ParenExpr):
+        e = e.inner
+    return e
+
+
+class Builder:
+    """Builds the CFG of one function that lowered without errors."""
+
+    def __init__(self, env: ModuleEnv, sig: FnSig, expr_types: dict) -> None:
+        self.env = env
+        self.sig = sig
+        self.types = expr_types
+        self.cfg = Cfg()
+        self.vars: list[Var] = []
+        self.scopes: list[dict[str, Var]] = []
+        self.decls: list[list[Var]] = []
+        self.loops: list[tuple[int, int]] = []  # (head, exit) of the enclosing loops
+        self.cur: int | None = None
+        self.exit = -1
+        self.static: list[tuple[int, Diagnostic]] = []
+
+    # --- plumbing ------------------------------------------------------------------
+    def emit(self, ev: Event) -> int:
+        n = self.cfg.add(ev)
+        if self.cur is not None:
+            self.cfg.edge(self.cur, n)
+        self.cur = n
+        return n
+
+    def join(self, ends: list[int | None]) -> None:
+        live = [n for n in ends if n is not None]
+        if not live:
+            self.cur = None
+            return
+        n = self.cfg.add(Event("nop"))
+        for p in live:
+            self.cfg.edge(p, n)
+        self.cur = n
+
+    def report(self, diag: Diagnostic) -> None:
+        """A static diagnostic, kept only if the code it is about can run."""
+        if self.cur is None:
+            return  # after `return`/`break`/`continue`: unreachable
+        self.static.append((self.cur, diag))
+
+    def new_var(self, name: str, decl: Span, kind: str, t: Type | None, mutable=False) -> Var:
+        v = Var(len(self.vars), name, decl, kind, t, mutable)
+        self.vars.append(v)
+        return v
+
+    def temp(self, span: Span, loans: frozenset[Loan]) -> Var:
+        """A borrow passed to a call: live from the argument to the call itself."""
+        v = self.new_var("<borrow>", span, "tmp", None)
+        v.loans = loans
+        self.emit(Event("def", v.id, span))
+        return v
+
+    def lookup(self, name: str) -> Var | None:
+        for scope in reversed(self.scopes):
+            v = scope.get(name)
+            if v is not None:
+                return v
+        return None
+
+    def ty(self, e: ast.Expr | None) -> Type | None:
+        if e is None:
+            return None
+        return self.types.get((e.span.start, e.span.end, e.syntax.kind))
+
+    def path_var(self, e: ast.Expr | None) -> Var | None:
+        e = unparen(e)
+        if isinstance(e, ast.PathExpr) and e.name is not None:
+            return self.lookup(e.name.text)
+        return None
+
+    def place_root(self, e: ast.Expr | None) -> tuple[Var | None, str]:
+        """The variable a place expression is rooted at, and the outermost access kind."""
+        what = ""
+        while True:
+            if isinstance(e, ast.ParenExpr):
+                e = e.inner
+            elif isinstance(e, ast.IndexExpr):
+                what = what or "element"
+                e = e.base
+            elif isinstance(e, ast.FieldExpr):
+                what = what or "field"
+                e = e.base
+            elif isinstance(e, ast.PathExpr) and e.name is not None:
+                return self.lookup(e.name.text), what or "whole"
+            else:
+                return None, what or "whole"
+
+    def copy_fix(self, name: str, t: Type | None, span: Span) -> Fix:
+        """Replace a move of ``name`` by an explicit copy with `copy_to`."""
+        space = space_of(t) or "host"
+        title = f"copy it with `copy_to(&{name}, {space})`"
+        if "transfer" not in self.sig.type.effects:
+            title += " (needs the `transfer` effect)"
+        return Fix(title, (Edit(span, f"copy_to(&{name}, {space})"),))
+
+    # --- the function --------------------------------------------------------------
+    def build(self) -> Builder:
+        sig = self.sig
+        fn = sig.ast
+        self.cur = self.cfg.add(Event("nop"))  # node 0: entry
+        self.exit = self.cfg.add(Event("nop"))
+        top: dict[str, Var] = {}
+        for i, (name, t) in enumerate(zip(sig.param_names, sig.type.params, strict=True)):
+            p = fn.params[i]
+            decl = p.name.span if p.name is not None else p.span
+            if isinstance(t, Ref) and t.mutable:
+                v = self.new_var(name, decl, "mutref", t.inner, True)
+            elif isinstance(t, Ref):
+                v = self.new_var(name, decl, "refparam", t)
+            else:
+                v = self.new_var(name, decl, "param", t, p.is_mut)
+            top.setdefault(name, v)
+            self.emit(Event("def", v.id, decl))
+        for d in sig.dim_names:
+            if d not in top:
+                top[d] = self.new_var(d, sig.name_span, "dim", I64)
+        self.scopes.append(top)
+        self.decls.append([])
+        body = fn.body
+        if body is not None:
+            returns = not isinstance(sig.type.result, Unit)
+            tail = body.tail
+            dest = Dest("return", tail.span) if returns and tail is not None else None
+            loans = self.block(body, dest, fn_body=True)
+            if tail is not None:
+                self.check_return(tail, loans)
+        if self.cur is not None:
+            self.cfg.edge(self.cur, self.exit)
+        self.cur = None
+        return self
+
+    def check_return(self, value: ast.Expr, loans: frozenset[Loan]) -> None:
+        """K0404: a function may hand out borrows of what its caller owns, nothing else."""
+        for loan in sorted(loans, key=lambda x: (x.span.start, x.owner)):
+            owner = self.vars[loan.owner]
+            if owner.kind in ("mutref", "refparam", "dim"):
+                continue
+            what = "parameter" if owner.kind == "param" else "local"
+            related = ()
+            if loan.span != value.span:
+                related = (Related(loan.span, f"`{owner.name}` is borrowed here"),)
+            self.report(
+                error(
+                    "K0404",
+                    value.span,
+                    f"cannot return a borrow of {what} `{owner.name}`: it is dropped when"
+                    f" `{self.sig.name}` returns",
+                    related=related,
+                )
+            )
+
+    # --- blocks and statements ---------------------------------------------------------
+    def block(self, blk: ast.Block, ctx: Dest | None, fn_body: bool = False) -> frozenset[Loan]:
+        self.scopes.append({})
+        self.decls.append([])
+        try:
+            for st in blk.statements:
+                if isinstance(st, ast.LetStmt):
+                    self.let(st)
+                elif isinstance(st, ast.ExprStmt):
+                    self.expr(st.expr, None)
+            loans = self.expr(blk.tail, ctx) if blk.tail is not None else EMPTY
+            if not fn_body:
+                loans = self.check_escape(blk, loans, self.decls[-1])
+            return loans
+        finally:
+            self.scopes.pop()
+            self.decls.pop()
+
+    def check_escape(
+        self, blk: ast.Block, loans: frozenset[Loan], declared: list[Var]
+    ) -> frozenset[Loan]:
+        """K0404: a block's value may not borrow a variable the block itself declares."""
+        ids = {v.id for v in declared}
+        bad = sorted((x for x in loans if x.owner in ids), key=lambda x: (x.span.start, x.owner))
+        if not bad:
+            return loans
+        close = blk.syntax.token_of_kind(K.R_BRACE)
+        end = close.span if close is not None else Span(blk.span.end, blk.span.end)
+        for loan in bad:
+            name = self.vars[loan.owner].name
+            self.report(
+                error(
+                    "K0404",
+                    loan.span,
+                    f"`{name}` does not live long enough: the block's value borrows it",
+                    related=(Related(end, f"`{name}` is dropped here while still borrowed"),),
+                )
+            )
+        return loans - frozenset(bad)
+
+    def let(self, st: ast.LetStmt) -> None:
+        init = st.init
+        t = self.ty(init)
+        decl = st.name.span if st.name is not None else st.span
+        v = self.new_var(st.name.text if st.name else "_", decl, "local", t, st.is_mut)
+        value = unparen(init)
+        dest = Dest(
+            "let_mut" if st.is_mut else "let",
+            st.span,
+            target=v.id,
+            value_span=value.span if value is not None else None,
+        )
+        loans = self.expr(init, dest) if init is not None else EMPTY
+        if isinstance(t, Ref):
+            v.loans = loans
+        self.emit(Event("def", v.id, decl))
+        if st.name is not None:
+            self.scopes[-1][v.name] = v
+            self.decls[-1].append(v)
+
+    # --- expressions -----------------------------------------------------------------
+    def expr(self, e: ast.Expr | None, ctx: Dest | None = None) -> frozenset[Loan]:
+        """Emit the events of ``e``; return the loans its value holds (if it is a borrow).
+
+        ``ctx`` is set when ``e`` is in a move position: its value goes to ``ctx``.
+        """
+        if e is None:
+            return EMPTY
+        method = getattr(self, "x_" + type(e).__name__, None)
+        if method is None:
+            return EMPTY
+        return method(e, ctx)
+
+    def reads(self, exprs) -> None:
+        for x in exprs:
+            self.expr(x, None)
+
+    def x_Literal(self, e, ctx):
+        return EMPTY
+
+    def x_ParenExpr(self, e: ast.ParenExpr, ctx):
+        return self.expr(e.inner, ctx)
+
+    def x_BlockExpr(self, e: ast.BlockExpr, ctx):
+        return self.block(e.block, ctx) if e.block is not None else EMPTY
+
+    def x_PathExpr(self, e: ast.PathExpr, ctx: Dest | None):
+        v = self.lookup(e.name.text) if e.name is not None else None
+        if v is None:
+            return EMPTY  # a constant
+        if ctx is not None and v.is_move_type:
+            self.emit(Event("move", v.id, e.span, dest=ctx))
+            return EMPTY
+        if ctx is not None and isinstance(strip_ref(v.type), Tensor):
+            if v.kind == "mutref":
+                self.move_out_of_borrow(e, v, ctx)
+            elif ctx.kind == "move_to" and v.is_borrow:
+                self.move_out_of_borrow(e, v, ctx)
+        self.emit(Event("read", v.id, e.span))
+        return v.loans
+
+    def move_out_of_borrow(self, e: ast.Expr, v: Var | None, ctx: Dest) -> None:
+        """K0408: a tensor behind a borrow belongs to someone else; it can be copied only."""
+        if ctx.kind == "move_to" and ctx.callee_span is not None:
+            what = f"the borrow `{v.name}`" if v is not None else "a borrow"
+            fix = Fix(
+                "use `copy_to`, which leaves the original in place",
+                (Edit(ctx.callee_span, "copy_to"),),
+            )
+            self.report(
+                error(
+                    "K0408",
+                    e.span,
+                    f"cannot move out of {what}: `move_to` consumes its argument",
+                    fix=fix,
+                )
+            )
+            return
+        assert v is not None
+        self.report(
+            error(
+                "K0408",
+                e.span,
+                f"cannot move `{v.name}` out of a `&mut` borrow: its caller still owns it",
+                related=(Related(v.decl, f"`{v.name}` is a `&mut` parameter"),),
+                fix=self.copy_fix(v.name, v.type, e.span),
+            )
+        )
+
+    def x_RefExpr(self, e: ast.RefExpr, ctx: Dest | None):
+        if ctx is not None and ctx.kind == "move_to":
+            self.move_out_of_borrow(e, None, ctx)
+        root, what = self.place_root(e.operand)
+        inner = self.expr(e.operand, None)
+        if e.is_mut or root is None:
+            return inner  # `&mut` outside a call was rejected by lowering; `&(a + b)`
+        if root.is_borrow:
+            return root.loans  # a reborrow holds what the borrow holds
+        if root.is_owner:
+            return frozenset({Loan(root.id, e.span)})
+        return EMPTY
+
+    def x_ArrayExpr(self, e: ast.ArrayExpr, ctx):
+        self.reads(e.elements)
+        return EMPTY
+
+    def x_StructLit(self, e: ast.StructLit, ctx):
+        self.reads(f.value for f in e.fields)
+        return EMPTY
+
+    def x_PrefixExpr(self, e: ast.PrefixExpr, ctx):
+        self.expr(e.operand, None)
+        return EMPTY
+
+    def x_CastExpr(self, e: ast.CastExpr, ctx):
+        self.expr(e.expr, None)
+        return EMPTY
+
+    def x_RangeExpr(self, e: ast.RangeExpr, ctx):
+        self.reads((e.lhs, e.rhs))
+        return EMPTY
+
+    def x_BinExpr(self, e: ast.BinExpr, ctx):
+        op = e.op
+        self.expr(e.lhs, None)
+        if op is not None and op.kind in (K.AMP2, K.PIPE2):
+            skip = self.cur  # the right operand may not run
+            self.expr(e.rhs, None)
+            self.join([self.cur, skip])
+        else:
+            self.expr(e.rhs, None)
+        return EMPTY
+
+    def x_FieldExpr(self, e: ast.FieldExpr, ctx):
+        self.expr(e.base, None)
+        return EMPTY
+
+    def x_IndexExpr(self, e: ast.IndexExpr, ctx):
+        self.expr(e.base, None)
+        self.reads(e.indices)
+        if space_of(self.ty(e.base)) == "device":
+            self.device_element(e, e.base, "read")
+        return EMPTY
+
+    def device_element(self, e: ast.Expr, base: ast.Expr | None, verb: str) -> None:
+        """K0406: host code addresses host, pinned and unified memory, never device memory."""
+        v = self.path_var(base)
+        related = ()
+        if v is not None:
+            related = (Related(v.decl, f"`{v.name}` lives in `@device`"),)
+        name = v.name if v is not None else "x"
+        if verb == "read":
+            hint = f"copy it to the host first (`copy_to(&{name}, host)`)"
+        else:
+            hint = f"build it on the host and transfer it (`move_to({name}, device)`)"
+        self.report(
+            error(
+                "K0406",
+                e.span,
+                f"cannot {verb} an element of a `@device` tensor in host code: {hint}"
+                " or use whole-tensor operations",
+                related=related,
+            )
+        )
+
+    # --- control flow ------------------------------------------------------------------
+    def x_IfExpr(self, e: ast.IfExpr, ctx):
+        self.expr(e.condition, None)
+        branch = self.cur
+        loans = self.block(e.then_branch, ctx) if e.then_branch is not None else EMPTY
+        end_then = self.cur
+        self.cur = branch
+        other = e.else_branch
+        if isinstance(other, ast.Block):
+            loans |= self.block(other, ctx)
+        elif isinstance(other, ast.IfExpr):
+            loans |= self.expr(other, ctx)
+        self.join([end_then, self.cur])
+        return loans
+
+    def x_WhileExpr(self, e: ast.WhileExpr, ctx):
+        head = self.emit(Event("nop"))
+        self.expr(e.condition, None)
+        exit_ = self.cfg.add(Event("nop"))
+        if self.cur is not None:
+            self.cfg.edge(self.cur, exit_)
+        self.loop_body(e.body, head, exit_, None)
+        return EMPTY
+
+    def x_ForExpr(self, e: ast.ForExpr, ctx):
+        self.expr(e.iterable, None)
+        head = self.emit(Event("nop"))
+        exit_ = self.cfg.add(Event("nop"))
+        self.cfg.edge(head, exit_)
+        var = e.var
+        self.loop_body(e.body, head, exit_, var)
+        return EMPTY
+
+    def loop_body(self, body: ast.Block | None, head: int, exit_: int, var) -> None:
+        self.scopes.append({})
+        self.decls.append([])
+        if var is not None:
+            v = self.new_var(var.text, var.span, "loop", self.ty(None))
+            self.scopes[-1][v.name] = v
+            self.emit(Event("def", v.id, var.span))
+        self.loops.append((head, exit_))
+        try:
+            if body is not None:
+                self.block(body, None)
+            if self.cur is not None:
+                self.cfg.edge(self.cur, head)
+        finally:
+            self.loops.pop()
+            self.scopes.pop()
+            self.decls.pop()
+        self.cur = exit_
+
+    def x_BreakExpr(self, e, ctx):
+        if self.loops and self.cur is not None:
+            self.cfg.edge(self.cur, self.loops[-1][1])
+        self.cur = None
+        return EMPTY
+
+    def x_ContinueExpr(self, e, ctx):
+        if self.loops and self.cur is not None:
+            self.cfg.edge(self.cur, self.loops[-1][0])
+        self.cur = None
+        return EMPTY
+
+    def x_ReturnExpr(self, e: ast.ReturnExpr, ctx):
+        value = e.value
+        if value is not None:
+            returns = not isinstance(self.sig.type.result, Unit)
+            loans = self.expr(value, Dest("return", e.span) if returns else None)
+            self.check_return(value, loans)
+        if self.cur is not None:
+            self.cfg.edge(self.cur, self.exit)
+        self.cur = None
+        return EMPTY
+
+    # --- assignment --------------------------------------------------------------------
+    def x_AssignExpr(self, e: ast.AssignExpr, ctx):
+        op = e.op
+        if op is None:
+            return EMPTY
+        compound = op.kind != K.EQ
+        root, what = self.place_root(e.lhs)
+        whole = what == "whole"
+        self.expr(e.rhs, Dest("assign", e.span) if whole and not compound else None)
+        self.reads(self.place_indices(e.lhs))
+        if root is None or root.kind == "dim":
+            return EMPTY
+        if what == "element" and space_of(root.type) == "device":
+            self.device_element(e.lhs, self.place_base(e.lhs), "write")
+        if whole and compound:
+            self.emit(Event("read", root.id, e.lhs.span))
+            self.emit(Event("write", root.id, e.span, what="compound"))
+        else:
+            self.emit(Event("write", root.id, e.span, what=what))
+        return EMPTY
+
+    def place_indices(self, e: ast.Expr | None) -> list[ast.Expr]:
+        """Index expressions of a place, root first (the order they are evaluated in)."""
+        out: list[list[ast.Expr]] = []
+        while isinstance(e, ast.ParenExpr | ast.IndexExpr | ast.FieldExpr):
+            if isinstance(e, ast.IndexExpr):
+                out.append(e.indices)
+            e = e.inner if isinstance(e, ast.ParenExpr) else e.base
+        return [x for group in reversed(out) for x in group]
+
+    def place_base(self, e: ast.Expr | None) -> ast.Expr | None:
+        e = unparen(e)
+        return e.base if isinstance(e, ast.IndexExpr) else None
+
+    # --- calls -------------------------------------------------------------------------
+    def x_CallExpr(self, e: ast.CallExpr, ctx):
+        callee = e.callee
+        name = callee.name.text if isinstance(callee, ast.PathExpr) and callee.name else ""
+        if name in self.env.fns:
+            return self.user_call(e, self.env.fns[name])
+        if name in BUILTINS:
+            return self.builtin_call(e, name)
+        self.reads(e.args)
+        return EMPTY
+
+    def user_call(self, e: ast.CallExpr, sig: FnSig) -> frozenset[Loan]:
+        args = e.args
+        params = sig.type.params
+        if len(args) != len(params):
+            self.reads(args)
+            return EMPTY
+        first_mut: dict[int, Span] = {}
+        deferred: list[tuple[Var, Span]] = []
+        held: list[Var] = []
+        result: set[Loan] = set()
+        for i, (pt, arg) in enumerate(zip(params, args, strict=True)):
+            if isinstance(pt, Ref) and pt.mutable:
+                v = self.path_var(arg.operand) if isinstance(arg, ast.RefExpr) else None
+                if v is None:
+                    self.expr(arg, None)
+                    continue
+                if v.is_borrow:
+                    self.report(
+                        error(
+                            "K0405",
+                            arg.span,
+                            f"cannot borrow `{v.name}` as mutable: it is a shared borrow",
+                            related=(Related(v.decl, f"`{v.name}` is declared here"),),
+                        )
+                    )
+                    continue
+                if v.id in first_mut:
+                    self.report(
+                        error(
+                            "K0402",
+                            arg.span,
+                            f"cannot borrow `{v.name}` as mutable more than once in one call",
+                            related=(Related(first_mut[v.id], "first borrow here"),),
+                        )
+                    )
+                    continue
+                first_mut[v.id] = arg.span
+                deferred.append((v, arg.span))
+                result.add(Loan(v.id, arg.span))
+            elif isinstance(pt, Ref):
+                loans = self.expr(arg, None)
+                if loans:
+                    held.append(self.temp(arg.span, loans))
+                result |= loans
+            else:
+                moves = isinstance(pt, Tensor)
+                dest = Dest("arg", e.span, sig.name, sig.param_names[i]) if moves else None
+                self.expr(arg, dest)
+        # At the call itself: the `&mut` borrows start, and every borrow is in use.
+        for v, span in deferred:
+            self.emit(Event("mutborrow", v.id, span))
+        for t in held:
+            self.emit(Event("read", t.id, e.span))
+        return frozenset(result) if isinstance(sig.type.result, Ref) else EMPTY
+
+    def builtin_call(self, e: ast.CallExpr, name: str) -> frozenset[Loan]:
+        args = e.args
+        if name in ("move_to", "copy_to"):
+            if args:
+                callee_span = e.callee.span if e.callee is not None else None
+                dest = Dest("move_to", e.span, name, callee_span=callee_span)
+                self.expr(args[0], dest if name == "move_to" else None)
+            self.reads(args[2:])  # the second argument names a space, not a variable
+            return EMPTY
+        if name == "print":
+            for a in args:
+                if isinstance(a, ast.Literal) and a.token.kind == K.STRING:
+                    continue
+                self.expr(a, None)
+                self.check_print(a)
+            return EMPTY
+        held = []
+        for a in args:
+            loans = self.expr(a, None)
+            if loans:
+                held.append(self.temp(a.span, loans))
+        for t in held:
+            self.emit(Event("read", t.id, e.span))
+        return EMPTY
+
+    def check_print(self, a: ast.Expr) -> None:
+        """`print` formats on the host: its tensor must be host-readable (§4 of the doc)."""
+        t = self.ty(a)
+        if space_of(t) != "device":
+            return
+        borrowed = isinstance(t, Ref)
+        text = str(a.syntax)
+        fix = Fix(
+            "copy it to the host first"
+            + ("" if "transfer" in self.sig.type.effects else " (needs the `transfer` effect)"),
+            (Edit(a.span, f"copy_to({text}, host)"),),
+        )
+        what = "a borrow of a `@device` tensor" if borrowed else "a `@device` tensor"
+        self.report(
+            error(
+                "K0407" if borrowed else "K0406",
+                a.span,
+                f"`print` reads its argument on the host, but this is {what}",
+                fix=fix,
+            )
+        )

@@ -1,0 +1,160 @@
+"""A generator of random well-typed Kera programs, renderable in equivalent spellings.
+
+A program is drawn once as a structure; ``render`` then spells it with any local
+names, any item order and any layout, all of which must give the same graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+SCALAR_FNS = ["sum", "max", "min", "mean"]
+UNARY = ["exp", "tanh", "sigmoid", "abs", "sqrt"]
+OPS = ["+", "-", "*", "/"]
+
+
+@dataclass(frozen=True)
+class Names:
+    x: str = "x"
+    y: str = "y"
+    a: str = "a"
+    dim: str = "N"
+    local: str = "v"
+    loop: str = "i"
+    acc: str = "acc"
+
+
+@dataclass(frozen=True)
+class Layout:
+    indent: str = "    "
+    space: str = " "
+    comments: bool = False
+    blank: str = "\n"
+
+
+# A statement is a tuple; expressions are tuples rendered recursively.
+def scalar_expr(depth: int, n_locals: int):
+    leaves = [st.just(("a",)), st.builds(lambda v: ("lit", v), st.sampled_from(["1.0", "0.5", "2.25", "3.0"]))]
+    if n_locals:
+        leaves.append(st.builds(lambda i: ("local", i), st.integers(0, n_locals - 1)))
+    leaves.append(st.builds(lambda f: ("reduce", f), st.sampled_from(SCALAR_FNS)))
+    leaves.append(st.just(("dot",)))
+    leaf = st.one_of(*leaves)
+    if depth <= 0:
+        return leaf
+    sub = scalar_expr(depth - 1, n_locals)
+    return st.one_of(
+        leaf,
+        st.builds(lambda o, l, r: ("bin", o, l, r), st.sampled_from(OPS), sub, sub),
+        st.builds(lambda e: ("neg", e), sub),
+        st.builds(lambda c, t, f: ("if", c, t, f), sub, sub, sub),
+    )
+
+
+def tensor_expr(depth: int):
+    leaf = st.sampled_from([("x",), ("y",)])
+    if depth <= 0:
+        return leaf
+    sub = tensor_expr(depth - 1)
+    return st.one_of(
+        leaf,
+        st.builds(lambda o, l, r: ("tbin", o, l, r), st.sampled_from(["+", "-", "*"]), sub, sub),
+        st.builds(lambda o, e: ("tscale", o, e), st.sampled_from(["+", "*"]), sub),
+        st.builds(lambda f, e: ("tunary", f, e), st.sampled_from(UNARY), sub),
+    )
+
+
+@st.composite
+def function(draw, index: int):
+    n = draw(st.integers(1, 4))
+    stmts = []
+    for i in range(n):
+        stmts.append(("let", draw(scalar_expr(2, i))))
+    loop = draw(st.booleans())
+    call = index > 0 and draw(st.booleans())
+    tensor_result = draw(st.booleans())
+    tail = draw(tensor_expr(2)) if tensor_result else draw(scalar_expr(1, n))
+    if tail in (("x",), ("y",)):
+        tail = ("tscale", "*", tail)  # a borrow is not an owned result
+    return {
+        "stmts": stmts,
+        "loop": loop,
+        "call": draw(st.integers(0, index - 1)) if call else None,
+        "tensor": tensor_result,
+        "tail": tail,
+        "pub": index == 0 or draw(st.booleans()),
+    }
+
+
+@st.composite
+def program(draw):
+    k = draw(st.integers(1, 3))
+    return [draw(function(i)) for i in range(k)]
+
+
+def _e(e, nm: Names, sp: str) -> str:
+    tag = e[0]
+    if tag == "a":
+        return nm.a
+    if tag == "lit":
+        return e[1]
+    if tag == "local":
+        return f"{nm.local}{e[1]}"
+    if tag == "reduce":
+        return f"{e[1]}(&{nm.x})"
+    if tag == "dot":
+        return f"dot(&{nm.x},{sp}&{nm.y})"
+    if tag == "bin":
+        return f"({_e(e[2], nm, sp)}{sp}{e[1]}{sp}{_e(e[3], nm, sp)})"
+    if tag == "neg":
+        return f"-({_e(e[1], nm, sp)})"
+    if tag == "if":
+        return f"(if {_e(e[1], nm, sp)} > 0.0 {{ {_e(e[2], nm, sp)} }} else {{ {_e(e[3], nm, sp)} }})"
+    if tag == "x":
+        return nm.x
+    if tag == "y":
+        return nm.y
+    if tag == "tbin":
+        return f"({_e(e[2], nm, sp)}{sp}{e[1]}{sp}{_e(e[3], nm, sp)})"
+    if tag == "tscale":
+        return f"({nm.a}{sp}{e[1]}{sp}{_e(e[2], nm, sp)})"
+    if tag == "tunary":
+        return f"{e[1]}({_e(e[2], nm, sp)})"
+    raise AssertionError(tag)
+
+
+def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") -> str:
+    ind, sp = lay.indent, lay.space
+    ret = f"f32[{nm.dim}]" if f["tensor"] else "f32"
+    vis = "pub " if f["pub"] else ""
+    lines = []
+    if lay.comments:
+        lines.append(f"/// function {i}")
+    lines.append(
+        f"{vis}fn {fname(i)}[{nm.dim}]({nm.x}:{sp}&f32[{nm.dim}],{sp}{nm.y}:{sp}&f32[{nm.dim}],"
+        f"{sp}{nm.a}:{sp}f32)"
+        f"{sp}->{sp}{ret}{sp}{{"
+    )
+    for j, (_, e) in enumerate(f["stmts"]):
+        if lay.comments:
+            lines.append(f"{ind}// local {j}")
+        lines.append(f"{ind}let {nm.local}{j}:{sp}f32{sp}={sp}{_e(e, nm, sp)};")
+    if f["loop"]:
+        lines.append(f"{ind}let mut {nm.acc}:{sp}f32{sp}={sp}0.0;")
+        lines.append(f"{ind}for {nm.loop} in 0..{nm.dim}{sp}{{")
+        lines.append(f"{ind}{ind}{nm.acc}{sp}+={sp}{nm.x}[{nm.loop}]{sp}*{sp}{nm.a};")
+        lines.append(f"{ind}}}")
+    if f["call"] is not None:
+        callee = f["call"]
+        lines.append(f"{ind}let {nm.local}c{sp}={sp}{fname(callee)}({nm.x},{sp}{nm.y},{sp}{nm.a});")
+    lines.append(f"{ind}{_e(f['tail'], nm, sp)}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def render(prog: list[dict], nm: Names = Names(), lay: Layout = Layout(), order=None) -> str:
+    order = order if order is not None else list(range(len(prog)))
+    parts = [render_fn(i, prog[i], nm, lay) for i in order]
+    return (lay.blank + "\n").join(parts) + "\n"
