@@ -36,7 +36,10 @@ class Layout:
 
 # A statement is a tuple; expressions are tuples rendered recursively.
 def scalar_expr(depth: int, n_locals: int):
-    leaves = [st.just(("a",)), st.builds(lambda v: ("lit", v), st.sampled_from(["1.0", "0.5", "2.25", "3.0"]))]
+    leaves = [
+        st.just(("a",)),
+        st.builds(lambda v: ("lit", v), st.sampled_from(["1.0", "0.5", "2.25", "3.0"])),
+    ]
     if n_locals:
         leaves.append(st.builds(lambda i: ("local", i), st.integers(0, n_locals - 1)))
     leaves.append(st.builds(lambda f: ("reduce", f), st.sampled_from(SCALAR_FNS)))
@@ -111,7 +114,9 @@ def _e(e, nm: Names, sp: str) -> str:
     if tag == "neg":
         return f"-({_e(e[1], nm, sp)})"
     if tag == "if":
-        return f"(if {_e(e[1], nm, sp)} > 0.0 {{ {_e(e[2], nm, sp)} }} else {{ {_e(e[3], nm, sp)} }})"
+        return (
+            f"(if {_e(e[1], nm, sp)} > 0.0 {{ {_e(e[2], nm, sp)} }} else {{ {_e(e[3], nm, sp)} }})"
+        )
     if tag == "x":
         return nm.x
     if tag == "y":

@@ -60,7 +60,11 @@ def test_fingerprint_ignores_layout_comments_and_local_names():
     assert fp(relaid) == base
     renamed = SAXPY.replace("helper(", "aide(").replace("fn helper", "fn aide")
     renamed = renamed.replace("t + 1.0", "u + 1.0").replace("let t", "let u").replace("[N]", "[M]")
-    renamed = renamed.replace("0..N", "0..M").replace("v * 2.0", "w * 2.0").replace("(v: f32)", "(w: f32)")
+    renamed = (
+        renamed.replace("0..N", "0..M")
+        .replace("v * 2.0", "w * 2.0")
+        .replace("(v: f32)", "(w: f32)")
+    )
     assert fp(renamed) == base
 
 
@@ -187,7 +191,23 @@ def test_arbitrary_text_never_crashes_lowering(text):
 
 def test_random_token_mutations_of_examples_never_crash():
     rng = random.Random(3)
-    pieces = ["(", ")", "{", "}", ";", "&", "mut", "x", "1", "f32", "[N]", ",", "+", "return", "@device"]
+    pieces = [
+        "(",
+        ")",
+        "{",
+        "}",
+        ";",
+        "&",
+        "mut",
+        "x",
+        "1",
+        "f32",
+        "[N]",
+        ",",
+        "+",
+        "return",
+        "@device",
+    ]
     for path in EXAMPLES:
         text = Path(path).read_text()
         for _ in range(25):
@@ -233,7 +253,11 @@ def test_editing_a_callee_relowers_its_callers():
     [
         ("fn f(a: f32) -> f32 { a + 1.0f64 }", "K0301", "different element types"),
         ("fn f(a: f32) -> i32 { a }", "K0309", "expected `i32`, found `f32`"),
-        ("fn f[M, K, N](a: &f32[M, K], b: &f32[N, K]) -> f32[M, K] { matmul(a, b) }", "K0306", "inner dimensions"),
+        (
+            "fn f[M, K, N](a: &f32[M, K], b: &f32[N, K]) -> f32[M, K] { matmul(a, b) }",
+            "K0306",
+            "inner dimensions",
+        ),
         ("fn f[N, M](a: &f32[N], b: &f32[M]) -> f32[N] { a + b }", "K0305", "broadcast"),
         ("fn f[N](a: &f32[N]) -> f32 { a[0, 1] }", "K0304", "expected 1 index"),
         ("fn f() -> i8 { 300 }", "K0307", "does not fit in `i8`"),
@@ -245,8 +269,12 @@ def test_editing_a_callee_relowers_its_callers():
         ("fn f(a: f32) { print(a); }", "K0501", "`io` effect"),
         ("fn f(x: &f32[N]) {}", "K0201", "unknown dimension"),
         ("fn f() { break; }", "K0314", "outside of a loop"),
-        ("fn g[N](x: &f32[N], y: &f32[N]) -> f32 { dot(x, y) }\n"
-         "fn f[A, B](p: &f32[A], q: &f32[B]) -> f32 { g(p, q) }", "K0310", "dimension `N` of `g`"),
+        (
+            "fn g[N](x: &f32[N], y: &f32[N]) -> f32 { dot(x, y) }\n"
+            "fn f[A, B](p: &f32[A], q: &f32[B]) -> f32 { g(p, q) }",
+            "K0310",
+            "dimension `N` of `g`",
+        ),
         ("fn f() -> f32 { let y: f32[4] = zeros(); y }", "K0309", "expected `f32`"),
         ("fn f() -> f32 { let x = 1.0; zeros() }", "K0301", "cannot infer the shape"),
         ("fn a() -> f32 { b() }\nfn b() -> f32 { a() }", "K0315", "recursion"),

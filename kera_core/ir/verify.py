@@ -111,13 +111,17 @@ def _check_node(g: Graph, n: Node, r: Region, out: list[Violation]) -> None:
     for v in n.inputs:
         src = g.nodes[v.node]
         if v.index >= len(src.types):
-            out.append(Violation("dangling", n.hash, f"input refers to output {v.index} of `{src.op}`"))
+            out.append(
+                Violation("dangling", n.hash, f"input refers to output {v.index} of `{src.op}`")
+            )
             return
         in_types.append(src.types[v.index])
     if n.op == "param":
         i = n.attr("index")
         if not isinstance(i, int) or i >= len(r.params) or not _same(r.params[i], n.types[0]):
-            out.append(Violation("open-region", n.hash, f"parameter {i} is not a parameter of its region"))
+            out.append(
+                Violation("open-region", n.hash, f"parameter {i} is not a parameter of its region")
+            )
         return
     if n.op not in ops.REGISTRY:
         out.append(Violation("type", n.hash, f"unknown opcode `{n.op}`"))
@@ -127,8 +131,16 @@ def _check_node(g: Graph, n: Node, r: Region, out: list[Violation]) -> None:
     except ops.TypeRuleError as e:
         out.append(Violation("type", n.hash, f"`{n.op}`: {e}"))
         return
-    if len(expect) != len(n.types) or not all(_same(a, b) for a, b in zip(expect, n.types, strict=False)):
-        out.append(Violation("type", n.hash, f"`{n.op}` stores types {list(map(str, n.types))}, its rule gives {list(map(str, expect))}"))
+    if len(expect) != len(n.types) or not all(
+        _same(a, b) for a, b in zip(expect, n.types, strict=False)
+    ):
+        out.append(
+            Violation(
+                "type",
+                n.hash,
+                f"`{n.op}` stores types {list(map(str, n.types))}, its rule gives {list(map(str, expect))}",
+            )
+        )
         return
     if n.op in ("if", "for", "while"):
         _check_control(g, n, in_types, out)
@@ -167,7 +179,9 @@ def _check_control(g: Graph, n: Node, in_types: list[Type], out: list[Violation]
 def _sig(n: Node, r: Region, params: list[Type], yields: list[Type], out: list[Violation]) -> None:
     if len(r.params) < len(params) and n.op != "if":
         out.append(Violation("region-signature", n.hash, "region has fewer parameters than inputs"))
-    if len(r.params) != len(params) or not all(_same(a, b) for a, b in zip(r.params, params, strict=False)):
+    if len(r.params) != len(params) or not all(
+        _same(a, b) for a, b in zip(r.params, params, strict=False)
+    ):
         out.append(
             Violation(
                 "region-signature",
@@ -177,7 +191,13 @@ def _sig(n: Node, r: Region, params: list[Type], yields: list[Type], out: list[V
             )
         )
     if len(r.yields) != len(yields):
-        out.append(Violation("region-signature", n.hash, f"region yields {len(r.yields)} values, `{n.op}` expects {len(yields)}"))
+        out.append(
+            Violation(
+                "region-signature",
+                n.hash,
+                f"region yields {len(r.yields)} values, `{n.op}` expects {len(yields)}",
+            )
+        )
 
 
 __all__ = ["TOKEN", "Violation", "verify"]

@@ -437,7 +437,11 @@ class FnLowering(ControlFlow, Calls, Exits):
             sig = self.env.fns.get(name)
             if sig is not None:
                 r = sig.type.result
-                return r if not isinstance(r, Tensor) or all(isinstance(d, int) for d in r.shape) else None
+                return (
+                    r
+                    if not isinstance(r, Tensor) or all(isinstance(d, int) for d in r.shape)
+                    else None
+                )
             kind = BUILTINS.get(name, (0, ""))[1]
             arg = self.peek_type(e.args[0]) if e.args else None
             if name == "argmax":
