@@ -23,14 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    from kera_core.cli import demo
+    from kera_core.cli import demo, graph, keg
 
-    mods = [front, demo]
-    try:
-        from kera_core.cli import graph
-    except ImportError:  # stage not built yet
-        return mods
-    return [*mods, graph]
+    return [front, graph, keg, demo]
 
 
 def main(argv: list[str] | None = None) -> int:

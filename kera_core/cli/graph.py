@@ -1,13 +1,13 @@
-"""Graph commands: `kera fingerprint` and `kera graph`."""
+"""Graph commands: `kera fingerprint` and `kera graph`, for .kera sources and .keg files."""
 
 from __future__ import annotations
 
 import sys
 
-from kera_core.analysis import analyze
-from kera_core.cli.front import _print_diags
-from kera_core.cli.inputs import UsageError, read_input
+from kera_core.cli.inputs import UsageError
+from kera_core.cli.keg import load_module_or_keg
 from kera_core.ir.view import graph_dot, graph_json, graph_text
+from kera_core.keg import fingerprint_lines_of
 
 
 def register(sub) -> None:
@@ -26,34 +26,22 @@ def register(sub) -> None:
     g.set_defaults(func=cmd_graph)
 
 
-def _module(path: str):
-    inp = read_input(path)
-    a = analyze(inp.text)
-    if a.has_errors:
-        _print_diags(a.diagnostics, inp.text, inp.path)
-        n = sum(d.is_error for d in a.diagnostics)
-        print(f"{inp.path}: {n} error(s); no graph", file=sys.stderr)
-        return None
-    return a.module
-
-
 def cmd_fingerprint(args) -> int:
-    m = _module(args.file)
-    if m is None:
+    loaded = load_module_or_keg(args.file)
+    if loaded is None:
         return 1
-    print(f"sha3-256:{m.graph.fingerprint().hex()}")
-    for f in m.graph.exported():
-        print(f"fn {f.name} sha3-256:{f.hash.hex()}")
+    print("\n".join(fingerprint_lines_of(loaded[0])))
     return 0
 
 
 def cmd_graph(args) -> int:
-    m = _module(args.file)
-    if m is None:
+    loaded = load_module_or_keg(args.file)
+    if loaded is None:
         return 1
-    if args.fn is not None and args.fn not in m.graph.functions:
-        names = ", ".join(sorted(m.graph.functions)) or "none"
+    graph, prov = loaded
+    if args.fn is not None and args.fn not in graph.functions:
+        names = ", ".join(sorted(graph.functions)) or "none"
         raise UsageError(f"no function `{args.fn}` in {args.file} (functions: {names})")
     view = graph_json if args.json else graph_dot if args.dot else graph_text
-    sys.stdout.write(view(m.graph, m.provenance, args.fn))
+    sys.stdout.write(view(graph, prov, args.fn))
     return 0

@@ -1,0 +1,116 @@
+"""`kera build FILE --target keg -o OUT`, and loading a program from `.kera` or `.keg`.
+
+`load_module_or_keg` is the one place that decides whether an input is source or a
+graph file, so `fingerprint`, `graph` and `run` treat both alike.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from kera_core.analysis import analyze
+from kera_core.cli.front import _print_diags
+from kera_core.cli.inputs import UsageError, read_input
+from kera_core.ir.graph import Graph
+from kera_core.ir.provenance import Provenance
+from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg, write_keg
+
+BUILD_TARGETS = ("keg",)
+
+
+def register(sub) -> None:
+    b = sub.add_parser("build", help="compile a program to an artifact (today: a .keg graph file)")
+    b.add_argument("file", help="a .kera file (or a .keg file to re-encode), or - for stdin")
+    b.add_argument("--target", default="keg", help="what to build: " + ", ".join(BUILD_TARGETS))
+    b.add_argument("-o", "--output", metavar="OUT", help="output path (- for stdout)")
+    b.add_argument(
+        "--no-provenance",
+        action="store_true",
+        help="leave out spans and names (smaller; the fingerprint is the same)",
+    )
+    b.set_defaults(func=cmd_build)
+
+
+def check_target(name: str) -> str:
+    """The target ``name`` if `kera build` knows it; a usage error (exit 2) otherwise."""
+    if name not in BUILD_TARGETS:
+        known = ", ".join(BUILD_TARGETS)
+        raise UsageError(f"unknown build target `{name}` (known: {known})")
+    return name
+
+
+def _looks_like_keg(path: str, raw: bytes) -> bool:
+    return is_keg(raw) or path.endswith(".keg")
+
+
+def load_module_or_keg(path: str) -> tuple[Graph, Provenance | None] | None:
+    """(graph, provenance) of a `.kera` or `.keg` file; ``None`` after printing why not.
+
+    A file is read as `.keg` if it starts with ``KEG\\0`` or its name ends in `.keg`;
+    otherwise it is source and is analysed. Errors (diagnostics, a corrupt `.keg`) go
+    to stderr and give ``None``, which a command turns into exit status 1; an
+    unreadable path raises :class:`UsageError` (exit 2).
+    """
+    inp = read_input(path)
+    if _looks_like_keg(path, inp.raw):
+        try:
+            k = read_keg(inp.raw)
+        except KegError as e:
+            print(f"{inp.path}: invalid .keg file: {e}", file=sys.stderr)
+            return None
+        return k.graph, k.provenance
+    a = analyze(inp.text)
+    if a.has_errors:
+        _print_diags(a.diagnostics, inp.text, inp.path)
+        n = sum(d.is_error for d in a.diagnostics)
+        print(f"{inp.path}: {n} error(s); no graph", file=sys.stderr)
+        return None
+    return a.module.graph, a.module.provenance
+
+
+def fingerprint_lines(path: str) -> list[str] | None:
+    """`kera fingerprint`'s lines for a `.keg` file; ``None`` if ``path`` is not one.
+
+    Raises :class:`KegError` for a corrupt `.keg`. For stdin (``-``) use
+    :func:`load_module_or_keg` instead: stdin cannot be read twice.
+    """
+    inp = read_input(path)
+    if not _looks_like_keg(path, inp.raw):
+        return None
+    return fingerprint_lines_of(read_keg(inp.raw).graph)
+
+
+def _default_output(path: str) -> str:
+    if path == "-":
+        raise UsageError("reading stdin: give the output path with -o")
+    stem, ext = os.path.splitext(path)
+    out = (stem if ext in (".kera", ".keg") else path) + ".keg"
+    if os.path.abspath(out) == os.path.abspath(path):
+        raise UsageError(f"{path}: give a different output path with -o")
+    return out
+
+
+def cmd_build(args) -> int:
+    check_target(args.target)
+    out = args.output if args.output is not None else _default_output(args.file)
+    loaded = load_module_or_keg(args.file)
+    if loaded is None:
+        return 1
+    graph, prov = loaded
+    data = write_keg(graph, None if args.no_provenance else prov)
+    if out == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            with open(out, "wb") as fh:
+                fh.write(data)
+        except OSError as e:
+            raise UsageError(f"{out}: cannot write: {e.strerror}") from None
+    where = "<stdout>" if out == "-" else out
+    print(
+        f"{where}: {len(data)} bytes, sha3-256:{graph.fingerprint().hex()}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,263 @@
+"""`kera run`: run an exported function on given or generated inputs and print result digests.
+
+    kera run examples/saxpy.kera --entry saxpy --seed 1 --dims N=1000
+
+Prints, on standard output: the entry and its dimensions, one line per input and per
+output (name, type, SHA3-256 of the raw little-endian bytes), what the program printed,
+and last `result sha3-256:<hex>` — the digest every target must reproduce
+(docs/semantics.md §10). Bad arguments exit 2; a checked run-time error exits 1 with
+`result error <code>` as the last line.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from kera_core.analysis import analyze
+from kera_core.cli.front import _print_diags
+from kera_core.cli.inputs import UsageError, read_input
+from kera_core.interp import InputError, InterpError, run_function
+from kera_core.interp.api import entry_signature
+from kera_core.interp.digest import sha3
+from kera_core.interp.gen import DEFAULT_DIM, InputGenerator
+from kera_core.interp.values import concrete_type, flat_items, raw_bytes
+from kera_core.ir.types import Struct, Tensor, strip_ref
+from kera_core.source import LineIndex
+
+TARGETS = ("interp",)
+
+
+def register(sub) -> None:
+    r = sub.add_parser("run", help="run a function and print the digests of its results")
+    r.add_argument("file", help="a .kera file, or - for stdin")
+    r.add_argument("--entry", required=True, metavar="NAME", help="the exported function to run")
+    r.add_argument(
+        "--target", default="interp", help="where to run it (default: interp, the reference)"
+    )
+    r.add_argument("--seed", type=int, default=0, help="seed of the generated inputs (default 0)")
+    r.add_argument(
+        "--dims", default="", metavar="N=1000,…", help=f"dimension sizes (default {DEFAULT_DIM})"
+    )
+    r.add_argument("--inputs", metavar="IN.npz", help="input values by parameter name")
+    r.add_argument("--out", metavar="OUT.npz", help="write the outputs here")
+    r.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="generate subnormals, ±0, ±inf, NaN, huge and tiny values, integer extremes",
+    )
+    r.add_argument(
+        "--max-steps", type=int, default=None, help="stop after this many loop iterations"
+    )
+    r.set_defaults(func=cmd_run)
+
+
+def select_target(name: str):
+    """The runner for ``--target``; the one place that knows which targets exist."""
+    if name == "interp":
+        return run_function
+    raise UsageError(f"unknown target `{name}` (targets: {', '.join(TARGETS)})")
+
+
+def parse_dims(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        try:
+            n = int(value.strip(), 0)
+        except ValueError:
+            n = -1
+        if not eq or not name or n < 0:
+            raise UsageError(f"--dims: expected NAME=SIZE with SIZE >= 0, got `{part}`")
+        out[name] = n
+    return out
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: not a readable .npz file: {e}") from None
+
+
+def _unflatten(sig, data: dict[str, np.ndarray]) -> dict[str, object]:
+    """npz keys are parameter names; struct fields are `p.field.sub`."""
+    given: dict[str, object] = {}
+    used: set[str] = set()
+    for name, t in sig.value_params:
+        leaves = [(n, lt) for n, lt, _ in flat_items(name, t, _placeholder(strip_ref(t)))]
+        present = [n for n, _ in leaves if n in data]
+        if not present:
+            continue
+        if len(present) != len(leaves):
+            missing = sorted(set(n for n, _ in leaves) - set(present))
+            raise UsageError(f"--inputs: `{name}` is partly given; missing {', '.join(missing)}")
+        used.update(present)
+        given[name] = _build(name, strip_ref(t), data)
+    unknown = sorted(set(data) - used)
+    if unknown:
+        names = ", ".join(sig.param_names) or "none"
+        raise UsageError(f"--inputs: unknown name(s) {', '.join(unknown)} (parameters: {names})")
+    return given
+
+
+def _placeholder(t):
+    if isinstance(t, Struct):
+        return {f: _placeholder(ft) for f, ft in t.fields}
+    return None
+
+
+def _build(name: str, t, data):
+    if isinstance(t, Struct):
+        return {f: _build(f"{name}.{f}", strip_ref(ft), data) for f, ft in t.fields}
+    v = data[name]
+    return v if isinstance(t, Tensor) else v[()] if v.shape == () else v
+
+
+def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
+    """--dims first, then the shapes of --inputs arrays, then the default; notes defaults."""
+    names = sig.dim_names
+    for n in user:
+        if n not in names:
+            have = ", ".join(names) or "none"
+            raise UsageError(f"`{sig.function.name}` has no dimension `{n}` (dimensions: {have})")
+    dims = {names.index(n): v for n, v in user.items()}
+    for pname, t in sig.value_params:
+        t = strip_ref(t)
+        if pname in given and isinstance(t, Tensor):
+            shape = np.shape(given[pname])
+            if len(shape) != t.rank:
+                raise UsageError(
+                    f"--inputs: `{pname}` should have rank {t.rank}, but its shape is {shape}"
+                )
+            for d, n in zip(t.shape, shape, strict=True):
+                if isinstance(d, int):
+                    if d != n:
+                        raise UsageError(f"--inputs: `{pname}` has shape {shape}; `{t}` needs {d}")
+                elif dims.setdefault(d.index, n) != n:
+                    raise UsageError(
+                        f"--inputs: `{pname}` has shape {shape}, but {names[d.index]} is "
+                        f"{dims[d.index]}"
+                    )
+    defaulted = [i for i in range(len(names)) if i not in dims]
+    for i in defaulted:
+        dims[i] = DEFAULT_DIM
+    return dims, defaulted
+
+
+def _location(module, text: str, path: str, node: bytes | None) -> str:
+    if node is None:
+        return ""
+    spans = module.provenance.spans_of(node)
+    if not spans:
+        return ""
+    line, col = LineIndex(text).to_chars(spans[0].start)
+    return f" at {path}:{line + 1}:{col + 1}"
+
+
+def cmd_run(args) -> int:
+    runner = select_target(args.target)
+    user_dims = parse_dims(args.dims)
+    inp = read_input(args.file)
+    a = analyze(inp.text)
+    if a.has_errors:
+        _print_diags(a.diagnostics, inp.text, inp.path)
+        n = sum(d.is_error for d in a.diagnostics)
+        raise UsageError(f"{inp.path}: {n} error(s); nothing to run")
+    m = a.module
+    fn = m.graph.functions.get(args.entry)
+    if fn is None or not fn.exported:
+        names = ", ".join(f.name for f in m.graph.exported()) or "none"
+        what = "is not exported" if fn is not None else "does not exist"
+        raise UsageError(f"`{args.entry}` {what} in {inp.path} (exported functions: {names})")
+    sig = entry_signature(m, args.entry)
+    given = _unflatten(sig, _load_npz(args.inputs)) if args.inputs else {}
+    dims, defaulted = _resolve_dims(sig, user_dims, given)
+    for i in defaulted:
+        print(f"kera run: dimension {sig.dim_names[i]} not given; using {DEFAULT_DIM}", file=sys.stderr)
+    gen = InputGenerator(args.seed, args.adversarial)
+    inputs = {}
+    for name, t in sig.value_params:
+        inputs[name] = given[name] if name in given else gen.value(t, dims)
+
+    out = sys.stdout
+    out.write(f"entry {fn.name} fn:{fn.hash.hex()}\n")
+    dim_text = " ".join(
+        f"{n}={dims[i]}" + (" (default)" if i in defaulted else "") for i, n in enumerate(sig.dim_names)
+    )
+    out.write(f"dims {dim_text or '-'}\n")
+    for name, t in sig.value_params:
+        ct = concrete_type(t, dims)
+        try:
+            digest = sha3(raw_bytes(ct, _as_type(ct, inputs[name])))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise UsageError(f"--inputs: `{name}` is not a `{ct}`: {e}") from None
+        out.write(f"input {name} {ct} sha3-256:{digest}\n")
+    out.flush()
+    try:
+        r = runner(
+            m,
+            fn.name,
+            inputs,
+            {sig.dim_names[i]: n for i, n in dims.items()},
+            stdout=out,
+            max_steps=args.max_steps,
+        )
+    except InputError as e:
+        raise UsageError(f"{e.message}") from None
+    except InterpError as e:
+        if not out.closed:
+            out.write("\nresult error " + e.code + "\n")
+        where = _location(m, inp.text, inp.path, e.node)
+        print(f"kera run: run-time error {e.code} ({e.kind}): {e.message}{where}", file=sys.stderr)
+        return 1
+    if r.printed and not r.printed.endswith("\n"):
+        out.write("\n")
+    for o in r.outputs:
+        out.write(f"output {o.name} {o.type} sha3-256:{o.digest}\n")
+    if r.has_io:
+        out.write(f"output stdout text sha3-256:{sha3(r.printed.encode())}\n")
+    out.write(f"result sha3-256:{r.digest()}\n")
+    if args.out:
+        arrays = {}
+        for o in r.outputs:
+            for name, _, v in flat_items(o.name, o.type, o.value):
+                arrays[name] = np.asarray(v)
+        try:
+            np.savez(args.out, **arrays)
+        except OSError as e:
+            raise UsageError(f"{args.out}: cannot write: {e.strerror}") from None
+    return 0
+
+
+def _as_type(t, v):
+    """Host values in the exact dtype of ``t``, for hashing what the run will see."""
+    from kera_core.interp.values import value_in
+
+    try:
+        return value_in(t, v, "input")
+    except InputError as e:
+        raise ValueError(e.message) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`kera run` on its own (what `kera_core.cli.main(["run", …])` does once wired)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="kera")
+    register(ap.add_subparsers(dest="command"))
+    args = ap.parse_args(["run", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"kera: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
