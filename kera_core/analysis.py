@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.sema import LoweringCache, Module, lower_module
+from kera_core.sema.borrow import check_ownership
 from kera_core.syntax.parse import Parse, parse
 
 
@@ -28,6 +29,6 @@ def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis
     """Parse and lower; a file with syntax errors is still lowered (the tree is partial)."""
     p = parse(source)
     module = lower_module(p, cache)
-    diags = list(p.diagnostics) + module.diagnostics
+    diags = list(p.diagnostics) + module.diagnostics + check_ownership(module, p)
     diags.sort(key=sort_key)
     return Analysis(p, module, diags)

@@ -476,13 +476,14 @@ class FnLowering(ControlFlow, Calls, Exits):
                 )
                 return False
             return True
-        if (
-            isinstance(actual, Ref)
-            and not actual.mutable
-            and actual.inner == expected
-            and not fn_result
-        ):
-            return True  # reading through a shared borrow
+        if isinstance(actual, Ref) and not actual.mutable and actual.inner == expected:
+            self.err(
+                "K0301",
+                span,
+                f"mismatched types: expected {self.show(expected)}, found the borrow"
+                f" {self.show(actual)} ({what}); a borrow is not an owned value",
+            )
+            return False
         if isinstance(expected, Unit) and fn_result:
             return (
                 self.err(

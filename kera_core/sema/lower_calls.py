@@ -186,6 +186,13 @@ class Calls:
             )
         if b.val.is_err:
             return b.val
+        if isinstance(b.val.type, Ref) and not b.val.type.mutable:
+            return self.err(
+                "K0405",
+                arg.span,
+                f"cannot borrow `{b.name}` as mutable: it is a shared borrow",
+                related=(Related(b.span, f"`{b.name}` is declared here"),),
+            )
         return Val(b.val.value, Ref(strip_ref(b.val.type), True))
 
     def unify(self, pt: Type, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int) -> bool:
@@ -221,13 +228,10 @@ class Calls:
         elif isinstance(a, Ref):
             return mismatch(" (pass the value, not a borrow)")
         if isinstance(p, Tensor):
-            if (
-                not isinstance(a, Tensor)
-                or a.elem != p.elem
-                or a.rank != p.rank
-                or a.space != p.space
-            ):
+            if not isinstance(a, Tensor) or a.elem != p.elem or a.rank != p.rank:
                 return mismatch()
+            if a.space != p.space:
+                return self.space_mismatch(pt, a, p, arg, sig, i)
             for pd, ad in zip(p.shape, a.shape, strict=True):
                 if isinstance(pd, int):
                     if pd != ad:
@@ -252,6 +256,28 @@ class Calls:
         if p != a:
             return mismatch()
         return True
+
+    def space_mismatch(self, pt, a, p, arg, sig: FnSig, i: int) -> bool:
+        """K0406 for a value, K0407 for a borrow: the argument lives in another memory space."""
+        borrowed = isinstance(pt, Ref)
+        text = str(arg.syntax).strip()
+        if borrowed and text.startswith("&"):
+            text = text[1:].strip()
+        new = f"&copy_to({text}, {p.space})" if borrowed else f"move_to({text}, {p.space})"
+        title = f"transfer it: `{new}`"
+        if "transfer" not in self.effects:
+            title += " (needs the `transfer` effect)"
+        what = "a borrow of `@" if borrowed else "a tensor in `@"
+        pname = sig.param_names[i]
+        self.err(
+            "K0407" if borrowed else "K0406",
+            arg.span,
+            f"`{sig.name}` expects `{pt.display(sig.dim_names)}` for `{pname}`,"
+            f" but this is {what}{a.space}` memory",
+            related=(Related(sig.ast.params[i].span, f"parameter `{pname}` is declared here"),),
+            fix=Fix(title, (Edit(arg.span, new),)),
+        )
+        return False
 
     # --- builtins --------------------------------------------------------------------------
     def builtin_call(self, e: ast.CallExpr, name: str, expected):

@@ -91,10 +91,13 @@ class ControlFlow:
         if isinstance(target, ast.IndexExpr):
 
             def store(base: Val, base_type) -> Val:
-                idx = [self.expr(i, I64) for i in target.indices]
-                cur = self.op("index", [base, *idx], target.span) if needs_current else None
                 t = base_type.elem if hasattr(base_type, "elem") else None
-                v = make(cur, t) if needs_current else make(None, t)
+                if needs_current:  # `x[i] += v`: read the element first
+                    idx = [self.expr(i, I64) for i in target.indices]
+                    v = make(self.op("index", [base, *idx], target.span), t)
+                else:  # `x[i] = v`: the right-hand side is evaluated first
+                    v = make(None, t)
+                    idx = [self.expr(i, I64) for i in target.indices]
                 return self.op("update", [base, *idx, v], span)
 
             return self.assign_place(target.base, store, True, span)
