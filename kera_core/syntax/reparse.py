@@ -55,10 +55,17 @@ def _byte_slice(text: str, start: int, end: int) -> str:
     return encode(text)[start:end].decode("utf-8", "surrogateescape")
 
 
-def reparse(old: Parse, edit: TextEdit, cache: NodeCache | None = None) -> tuple[Parse, str]:
-    """The parse of the edited text, and which strategy produced it ("token", "block", "full")."""
+def reparse(
+    old: Parse, edit: TextEdit, cache: NodeCache | None = None, new_text: str | None = None
+) -> tuple[Parse, str]:
+    """The parse of the edited text, and which strategy produced it ("token", "block", "full").
+
+    An editor that already holds the edited text passes it as ``new_text``, which saves
+    rebuilding the whole string here.
+    """
     cache = cache or _DEFAULT_CACHE
-    new_text = apply_edit(old.text, edit)
+    if new_text is None:
+        new_text = apply_edit(old.text, edit)
     if not any(d.code == "K0108" or d.code == "K0109" for d in old.diagnostics):
         result = _relex_token(old, edit, new_text, cache)
         if result is not None:

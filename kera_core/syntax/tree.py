@@ -13,6 +13,7 @@ demand: a green element plus its parent and absolute byte offset.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 
 from kera_core.source import Span, utf8_len
@@ -49,18 +50,43 @@ class GreenToken:
 
 
 class GreenNode:
-    __slots__ = ("kind", "children", "text_len", "_hash")
+    __slots__ = ("kind", "children", "text_len", "_hash", "_offsets")
 
-    def __init__(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> None:
+    def __init__(
+        self,
+        kind: SyntaxKind,
+        children: tuple[GreenToken | GreenNode, ...],
+        text_len: int | None = None,
+    ) -> None:
         self.kind = kind
         self.children = children
-        self.text_len = sum(c.text_len for c in children)
-        self._hash = hash((kind, children))
+        self.text_len = sum(c.text_len for c in children) if text_len is None else text_len
+        self._hash: int | None = None  # computed on demand: big nodes are rarely hashed
+        self._offsets: list[int] | None = None
 
     is_token = False
 
     def __hash__(self) -> int:
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.kind, self.children))
+        return h
+
+    def child_offsets(self) -> list[int]:
+        """Start of each child relative to this node (cached), for binary search."""
+        offs = self._offsets
+        if offs is None:
+            offs = [0]
+            acc = 0
+            for c in self.children[:-1]:
+                acc += c.text_len
+                offs.append(acc)
+            self._offsets = offs
+        return offs
+
+    def child_index_at(self, rel: int) -> int:
+        """Index of the child whose range contains relative offset ``rel``."""
+        return max(0, bisect_right(self.child_offsets(), rel) - 1)
 
     def __eq__(self, other: object) -> bool:
         """Structural equality, iterative so deep trees cannot overflow the stack."""
@@ -79,7 +105,6 @@ class GreenNode:
                 continue
             if (
                 a.kind != b.kind
-                or a._hash != b._hash
                 or a.text_len != b.text_len
                 or len(a.children) != len(b.children)
             ):
@@ -104,9 +129,16 @@ class GreenNode:
                 stack.extend(reversed(el.children))  # type: ignore[union-attr]
 
     def replace_child(self, index: int, new: GreenToken | GreenNode) -> GreenNode:
-        children = list(self.children)
-        children[index] = new
-        return GreenNode(self.kind, tuple(children))
+        old = self.children[index]
+        children = self.children[:index] + (new,) + self.children[index + 1 :]
+        delta = new.text_len - old.text_len
+        node = GreenNode(self.kind, children, self.text_len + delta)
+        offs = self._offsets
+        if offs is not None:  # keep the search index: shift what follows the edit
+            node._offsets = offs[: index + 1] + (
+                [o + delta for o in offs[index + 1 :]] if delta else offs[index + 1 :]
+            )
+        return node
 
 
 class NodeCache:
@@ -239,6 +271,15 @@ class SyntaxNode:
         return hash((id(self.green), self.offset))
 
     # --- navigation -------------------------------------------------------
+    def child_at(self, index: int) -> SyntaxNode | SyntaxToken:
+        """The ``index``-th child, positioned without walking its siblings."""
+        green = self.green
+        child = green.children[index]
+        off = self.offset + green.child_offsets()[index]
+        if child.is_token:
+            return SyntaxToken(child, self, off, index)  # type: ignore[arg-type]
+        return SyntaxNode(child, self, off, index)  # type: ignore[arg-type]
+
     def children_with_tokens(self) -> Iterator[SyntaxNode | SyntaxToken]:
         off = self.offset
         for i, child in enumerate(self.green.children):
@@ -315,19 +356,9 @@ class SyntaxNode:
             return None
         node = self
         while True:
-            found = None
-            last = None
-            for child in node.children_with_tokens():
-                last = child
-                s = child.offset
-                e = s + child.green.text_len
-                if s <= offset < e:
-                    found = child
-                    break
-            if found is None:
-                found = last
-                if found is None:
-                    return None
+            if not node.green.children:
+                return None
+            found = node.child_at(node.green.child_index_at(offset - node.offset))
             if found.is_token:
                 return found  # type: ignore[return-value]
             node = found  # type: ignore[assignment]
@@ -336,12 +367,17 @@ class SyntaxNode:
         """The deepest node whose span covers ``span``."""
         node = self
         while True:
-            for child in node.children():
-                if child.span.covers(span) and (len(span) > 0 or child.span.contains(span.start)):
-                    node = child
-                    break
-            else:
+            if not node.green.children:
                 return node
+            i = node.green.child_index_at(span.start - node.offset)
+            child = node.child_at(i)
+            if (
+                child.is_token
+                or not child.span.covers(span)
+                or (len(span) == 0 and not child.span.contains(span.start))
+            ):
+                return node
+            node = child  # type: ignore[assignment]
 
     def child_of_kind(self, kind: SyntaxKind) -> SyntaxNode | None:
         for c in self.children():
@@ -361,10 +397,10 @@ def _next_token(tok: SyntaxToken, forward: bool) -> SyntaxToken | None:
     el: SyntaxNode | SyntaxToken = tok
     while el.parent is not None:
         parent = el.parent
-        siblings = list(parent.children_with_tokens())
+        n = len(parent.green.children)
         i = el.index + (1 if forward else -1)
-        while 0 <= i < len(siblings):
-            sib = siblings[i]
+        while 0 <= i < n:
+            sib = parent.child_at(i)
             if sib.is_token:
                 return sib  # type: ignore[return-value]
             t = sib.first_token() if forward else sib.last_token()  # type: ignore[union-attr]
