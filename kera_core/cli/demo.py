@@ -1,7 +1,8 @@
 """`kera demo`: the product's promise on one screen, for the examples folder.
 
-Today it checks and formats every example and prints the size of its tree; each
-later stage (fingerprints, targets, result digests) adds its columns here.
+For every example: it checks it (every stage), formats it, builds its graph and
+prints the fingerprint; where a target can run here, later stages add their
+result digests to this table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from kera_core.cli.inputs import UsageError, read_input
 
 
 def register(sub) -> None:
-    d = sub.add_parser("demo", help="check, format and summarise every example")
+    d = sub.add_parser("demo", help="check, format and fingerprint every example")
     d.add_argument("dir", nargs="?", default="examples", help="folder of .kera files")
     d.set_defaults(func=cmd_demo)
 
@@ -28,11 +29,12 @@ def cmd_demo(args) -> int:
     files = sorted(glob.glob(os.path.join(args.dir, "*.kera")))
     if not files:
         raise UsageError(f"{args.dir}: no .kera files")
-    header = (
-        f"{'example':<20} {'bytes':>7} {'nodes':>7} {'tokens':>7} {'diags':>6} {'fmt':>9} {'ms':>7}"
+    head = (
+        f"{'example':<16} {'bytes':>6} {'fns':>4} {'nodes':>6} {'diags':>6} {'format':>8} "
+        f"{'ms':>6}  fingerprint"
     )
-    print(header)
-    print("-" * len(header))
+    print(head)
+    print("-" * (len(head) + 60))
     bad = 0
     for path in files:
         inp = read_input(path)
@@ -40,18 +42,15 @@ def cmd_demo(args) -> int:
         a = analyze(inp.text)
         fmt = format_text(inp.text)
         ms = (time.perf_counter() - t0) * 1000
-        nodes = tokens = 0
-        for el in a.parse.tree.preorder():
-            if el.is_token:
-                tokens += 1
-            else:
-                nodes += 1
+        g = a.module.graph
         state = "refused" if fmt.diagnostics else ("changes" if fmt.changed else "clean")
-        bad += a.has_errors or bool(fmt.diagnostics)
+        ok = not a.has_errors and not fmt.diagnostics
+        bad += not ok
+        fp = f"sha3-256:{g.fingerprint().hex()}" if not a.has_errors else "(errors)"
         name = os.path.basename(path)
         print(
-            f"{name:<20} {len(inp.raw):>7} {nodes:>7} {tokens:>7} {len(a.diagnostics):>6} "
-            f"{state:>9} {ms:>7.1f}"
+            f"{name:<16} {len(inp.raw):>6} {len(g.exported()):>4} {len(g.nodes):>6} "
+            f"{len(a.diagnostics):>6} {state:>8} {ms:>6.0f}  {fp}"
         )
     print(f"\n{len(files)} examples, {bad} with problems")
     return 1 if bad else 0

@@ -19,7 +19,7 @@ from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.provenance import FnProvenance, Provenance
-from kera_core.ir.types import UNIT, FnType, Struct, Sym, Tensor, Type
+from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
 from kera_core.syntax import ast
@@ -111,6 +111,17 @@ def _collect_structs(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnosti
             seen[fname] = f
             ft = resolver.resolve(f.type)
             if ft is None:
+                ok = False
+                continue
+            if not isinstance(ft, Prim | Struct):
+                diags.append(
+                    error(
+                        "K0301",
+                        f.type.span,  # type: ignore[union-attr]
+                        f"struct fields are numbers, bools or structs, not `{ft}`;"
+                        " pass tensors as separate parameters",
+                    )
+                )
                 ok = False
                 continue
             fields.append((fname, ft))

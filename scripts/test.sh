@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh machine, then run it.
+#   bash scripts/test.sh            # the whole suite
+#   bash scripts/test.sh -k graph   # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System tools: node runs the tree-sitter CLI (tools/tree-sitter fetches the CLI itself).
+need_apt=()
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v gcc >/dev/null || need_apt+=(gcc)
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) == 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    echo "missing system packages: ${need_apt[*]} (install them, or run as root)" >&2
+    exit 1
+  fi
+fi
+
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test]' ./grammar
+
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/pytest "$@"
