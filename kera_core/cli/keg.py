@@ -9,20 +9,20 @@ from __future__ import annotations
 import os
 import sys
 
+from kera_core import targets
 from kera_core.analysis import analyze
 from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import UsageError, read_input
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
-from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg, write_keg
-
-BUILD_TARGETS = ("keg",)
+from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg
 
 
 def register(sub) -> None:
     b = sub.add_parser("build", help="compile a program to an artifact (today: a .keg graph file)")
     b.add_argument("file", help="a .kera file (or a .keg file to re-encode), or - for stdin")
-    b.add_argument("--target", default="keg", help="what to build: " + ", ".join(BUILD_TARGETS))
+    names = ", ".join(t.name for t in targets.available())
+    b.add_argument("--target", default="keg", help=f"what to build: {names}")
     b.add_argument("-o", "--output", metavar="OUT", help="output path (- for stdout)")
     b.add_argument(
         "--no-provenance",
@@ -33,9 +33,9 @@ def register(sub) -> None:
 
 
 def check_target(name: str) -> str:
-    """The target ``name`` if `kera build` knows it; a usage error (exit 2) otherwise."""
-    if name not in BUILD_TARGETS:
-        known = ", ".join(BUILD_TARGETS)
+    """The target ``name`` if the registry knows it; a usage error (exit 2) otherwise."""
+    if targets.get(name) is None:
+        known = ", ".join(t.name for t in targets.available())
         raise UsageError(f"unknown build target `{name}` (known: {known})")
     return name
 
@@ -81,24 +81,30 @@ def fingerprint_lines(path: str) -> list[str] | None:
     return fingerprint_lines_of(read_keg(inp.raw).graph)
 
 
-def _default_output(path: str) -> str:
+def _default_output(path: str, suffix: str) -> str:
     if path == "-":
         raise UsageError("reading stdin: give the output path with -o")
     stem, ext = os.path.splitext(path)
-    out = (stem if ext in (".kera", ".keg") else path) + ".keg"
+    out = (stem if ext in (".kera", ".keg") else path) + suffix
     if os.path.abspath(out) == os.path.abspath(path):
         raise UsageError(f"{path}: give a different output path with -o")
     return out
 
 
 def cmd_build(args) -> int:
-    check_target(args.target)
-    out = args.output if args.output is not None else _default_output(args.file)
+    target = targets.get(check_target(args.target))
+    assert target is not None
+    out = args.output if args.output is not None else _default_output(args.file, target.suffix)
     loaded = load_module_or_keg(args.file)
     if loaded is None:
         return 1
     graph, prov = loaded
-    data = write_keg(graph, None if args.no_provenance else prov)
+    reasons = target.unsupported(graph)
+    if reasons:
+        for r in reasons:
+            print(f"{args.file}: target {target.name}: {r}", file=sys.stderr)
+        return 1
+    data = target.lower(graph, None if args.no_provenance else prov).data
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

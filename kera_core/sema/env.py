@@ -33,6 +33,31 @@ def did_you_mean(name: str, candidates) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
+@dataclass(frozen=True)
+class Use:
+    """One resolved name: where it is used and what it refers to.
+
+    Locals (`kind` local/param/loop/dim) carry the definition's span; module items
+    (fn/struct/const/field) are named, and their spans come from the current
+    :class:`ModuleEnv`, so a cached function's uses stay right when other items move.
+    """
+
+    span: Span
+    kind: str
+    def_span: Span | None = None
+    name: str = ""
+    owner: str = ""  # the struct, for a field
+
+    def shifted(self, delta: int) -> Use:
+        return Use(
+            self.span.shifted(delta),
+            self.kind,
+            self.def_span.shifted(delta) if self.def_span is not None else None,
+            self.name,
+            self.owner,
+        )
+
+
 @dataclass
 class FnSig:
     name: str
@@ -44,6 +69,7 @@ class FnSig:
     name_span: Span
     doc: str
     ast: ast.Fn
+    uses: list[Use] = field(default_factory=list)  # names in the signature, absolute
 
     @property
     def has_effects(self) -> bool:
@@ -56,14 +82,31 @@ class ConstDef:
     type: Type | None
     value: ast.Expr | None
     span: Span
+    name_span: Span | None = None
 
 
 @dataclass
 class ModuleEnv:
     structs: dict[str, Struct] = field(default_factory=dict)
     struct_spans: dict[str, Span] = field(default_factory=dict)
+    field_spans: dict[tuple[str, str], Span] = field(default_factory=dict)
     consts: dict[str, ConstDef] = field(default_factory=dict)
     fns: dict[str, FnSig] = field(default_factory=dict)
+    uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
+
+    def definition(self, use: Use) -> Span | None:
+        """Where a use's target is defined, in the current file."""
+        if use.def_span is not None:
+            return use.def_span
+        if use.kind == "fn" and use.name in self.fns:
+            return self.fns[use.name].name_span
+        if use.kind == "struct":
+            return self.struct_spans.get(use.name)
+        if use.kind == "const" and use.name in self.consts:
+            return self.consts[use.name].name_span
+        if use.kind == "field":
+            return self.field_spans.get((use.owner, use.name))
+        return None
 
     def signature_digest(self) -> bytes:
         """Identity of everything a body can see of other items (for the lowering cache)."""
@@ -85,10 +128,19 @@ class ModuleEnv:
 class TypeResolver:
     """AST types -> IR types, given the dimension names in scope."""
 
-    def __init__(self, env: ModuleEnv, dims: tuple[str, ...], diags: list[Diagnostic]) -> None:
+    def __init__(
+        self,
+        env: ModuleEnv,
+        dims: tuple[str, ...],
+        diags: list[Diagnostic],
+        uses: list[Use] | None = None,
+        dim_spans: tuple[Span, ...] = (),
+    ) -> None:
         self.env = env
         self.dims = dims
         self.diags = diags
+        self.uses = uses if uses is not None else []
+        self.dim_spans = dim_spans
 
     def resolve(self, t: ast.Type | None) -> Type | None:
         if t is None:
@@ -145,7 +197,10 @@ class TypeResolver:
                 ref = d.child_of_kind(K.NAME_REF)
                 name = ref.text.strip() if ref is not None else ""
                 if name in self.dims:
-                    shape.append(Sym(self.dims.index(name)))
+                    i = self.dims.index(name)
+                    shape.append(Sym(i))
+                    if ref is not None and i < len(self.dim_spans):
+                        self.uses.append(Use(ref.span, "dim", self.dim_spans[i], name))
                 else:
                     hint = (
                         f"; declare it: `fn f[{name}](…)`"
@@ -164,6 +219,7 @@ class TypeResolver:
         if name in PRIMS:
             return PRIMS[name]
         if name in self.env.structs:
+            self.uses.append(Use(ref.span, "struct", name=name))
             return self.env.structs[name]
         self.diags.append(
             error(

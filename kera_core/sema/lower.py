@@ -31,7 +31,7 @@ from kera_core.ir.types import (
     strip_ref,
 )
 from kera_core.sema import literals
-from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, did_you_mean
+from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, Use, did_you_mean
 from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
@@ -70,6 +70,7 @@ class LoweredFn:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # absolute, as of ``base``
     base: int = 0  # where the function started when it was lowered
     expr_types: dict = field(default_factory=dict)  # (start, end, kind) -> Type, absolute
+    uses: list = field(default_factory=list)  # Use records, absolute (see env.Use)
 
     @property
     def relocatable(self) -> bool:
@@ -125,10 +126,12 @@ class FnLowering(ControlFlow, Calls, Exits):
             sig.name, sig.span, sig.name_span, sig.dim_names, sig.param_names, doc=sig.doc
         )
         self.effects = set(sig.type.effects)
-        self.types = TypeResolver(env, sig.dim_names, [])
         self.frame: Frame | None = None
         self.loops: list[tuple[str, str]] = []
         self.expr_types: dict[tuple[int, int, K], Type] = {}
+        self.uses: list[Use] = []
+        dim_spans = tuple(d.span for d in sig.ast.dim_params)
+        self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans)
 
     # --- diagnostics ---------------------------------------------------------------
     def err(self, code: str, span: Span, msg: str, **kw) -> Val:
@@ -285,7 +288,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             top.scopes[0][name] = Binding(name, val, mutable, span, "param")
         for i, name in enumerate(sig.dim_names):
             top.scopes[0].setdefault(
-                name, Binding(name, Val(None, I64), False, sig.name_span, "dim")
+                name, Binding(name, Val(None, I64), False, fn.dim_params[i].span, "dim")
             )
             del i
         body = fn.body
@@ -350,6 +353,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             self.diags,
             self.base,
             self.expr_types,
+            self.uses,
         )
 
     def _keep_reachable(self, root: bytes) -> None:
@@ -566,6 +570,8 @@ class FnLowering(ControlFlow, Calls, Exits):
         name = e.name.text if e.name else ""
         b = self.lookup(name)
         if b is not None:
+            if e.name is not None:
+                self.uses.append(Use(e.name.span, b.kind, b.span, name))
             if b.kind == "dim":
                 node = self.add(
                     Node("dim", (), (I64,), {"index": self.sig.dim_names.index(name)}), e.span
@@ -576,6 +582,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             return b.val
         c = self.env.consts.get(name)
         if c is not None:
+            self.uses.append(Use(e.name.span, "const", name=name))  # type: ignore[union-attr]
             if c.value is None or c.type is None:
                 return ERR_VAL
             v = self.expr(c.value, c.type)
@@ -679,6 +686,8 @@ class FnLowering(ControlFlow, Calls, Exits):
                 "K0204", e.field.span, f"{self.show(base.type)} has no field `{e.field.text}`"
             )
         i = t.field_index(e.field.text)
+        if i is not None:
+            self.uses.append(Use(e.field.span, "field", name=e.field.text, owner=t.name))
         if i is None:
             return self.err(
                 "K0204",
@@ -697,10 +706,13 @@ class FnLowering(ControlFlow, Calls, Exits):
                 e.name.span if e.name else e.span,
                 f"unknown struct `{name}`" + did_you_mean(name, self.env.structs),
             )
+        self.uses.append(Use(e.name.span, "struct", name=name))  # type: ignore[union-attr]
         given: dict[str, Val] = {}
         for f in e.fields:
             fname = f.name.text if f.name else ""
             i = t.field_index(fname)
+            if i is not None and f.name is not None:
+                self.uses.append(Use(f.name.span, "field", name=fname, owner=name))
             if i is None:
                 self.err(
                     "K0204",

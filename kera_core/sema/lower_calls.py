@@ -18,7 +18,7 @@ from kera_core.ir.types import (
     strip_ref,
     substitute,
 )
-from kera_core.sema.env import FnSig, did_you_mean
+from kera_core.sema.env import FnSig, Use, did_you_mean
 from kera_core.sema.frames import ERR_VAL, Val
 from kera_core.source import Span
 from kera_core.syntax import ast
@@ -50,6 +50,7 @@ class Calls:
             return self.err("K0315", e.span, "only named functions can be called")
         name = callee.name.text
         if name in self.env.fns:
+            self.uses.append(Use(callee.name.span, "fn", name=name))
             return self.user_call(e, self.env.fns[name])
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
@@ -176,6 +177,7 @@ class Calls:
         b = self.lookup(target.name.text)
         if b is None:
             return self.expr(target, None)
+        self.uses.append(Use(target.name.span, b.kind, b.span, b.name))
         if not b.mutable:
             fix = Fix(f"make `{b.name}` mutable", (Edit(Span(b.span.start, b.span.start), "mut "),))
             return self.err(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from kera_core.diagnostics import Edit, Fix
 from kera_core.ir.node import Node, Region
 from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, strip_ref
+from kera_core.sema.env import Use
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_exits import may_exit
 from kera_core.source import Span
@@ -56,6 +57,7 @@ class ControlFlow:
             b = self.lookup(name)
             if b is None:
                 return self.expr(target, None)  # reports the unknown name
+            self.uses.append(Use(target.name.span, b.kind, b.span, name))
             if b.kind == "dim":
                 return self.err(
                     "K0311", target.span, f"`{name}` is a dimension and cannot be assigned"

@@ -20,7 +20,7 @@ from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.provenance import FnProvenance, Provenance
 from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
-from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, resolve_effects
+from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -98,7 +98,7 @@ def _collect_structs(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnosti
                 resolve(base.name.text)
         fields = []
         seen: dict[str, ast.Field] = {}
-        resolver = TypeResolver(env, (), diags)
+        resolver = TypeResolver(env, (), diags, env.uses)
         ok = True
         for f in s.fields:
             fname = f.name.text if f.name else None
@@ -109,6 +109,7 @@ def _collect_structs(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnosti
                 diags.append(error("K0202", f.name.span, f"field `{fname}` is declared twice"))  # type: ignore[union-attr]
                 continue
             seen[fname] = f
+            env.field_spans[(name, fname)] = f.name.span  # type: ignore[union-attr]
             ft = resolver.resolve(f.type)
             if ft is None:
                 ok = False
@@ -142,8 +143,8 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
         if name in env.consts:
             diags.append(error("K0202", c.name.span, f"constant `{name}` is defined twice"))
             continue
-        t = TypeResolver(env, (), diags).resolve(c.type)
-        env.consts[name] = ConstDef(name, t, c.value, c.span)
+        t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
+        env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
     for fn in root.functions():
         if fn.name is None:
             continue
@@ -164,7 +165,10 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
             if d.text in dims:
                 diags.append(error("K0206", d.span, f"dimension `{d.text}` is declared twice"))
             dims.append(d.text)
-        resolver = TypeResolver(env, tuple(dims), diags)
+        sig_uses: list[Use] = []
+        resolver = TypeResolver(
+            env, tuple(dims), diags, sig_uses, tuple(d.span for d in fn.dim_params)
+        )
         params: list[Type] = []
         names: list[str] = []
         ok = True
@@ -208,6 +212,7 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
             fn.name.span,
             fn.doc,
             fn,
+            sig_uses,
         )
 
 
@@ -292,7 +297,10 @@ def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
         if delta
         else lf.expr_types
     )
-    return LoweredFn(sig, lf.function, lf.nodes, lf.regions, prov, diags, sig.span.start, types)
+    uses = [u.shifted(delta) for u in lf.uses] if delta else lf.uses
+    return LoweredFn(
+        sig, lf.function, lf.nodes, lf.regions, prov, diags, sig.span.start, types, uses
+    )
 
 
 def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
