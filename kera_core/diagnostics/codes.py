@@ -67,4 +67,5 @@ CODES: dict[str, str] = {
     "K0603": "file is not formatted",
     # tool
     "K0901": "internal error",
+    "K0902": "analysis skipped: file too large",
 }

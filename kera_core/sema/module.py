@@ -12,6 +12,7 @@ re-lowers that function (and its callers, whose call nodes change) only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, Related, error, sort_key
@@ -22,6 +23,7 @@ from kera_core.ir.provenance import FnProvenance, Provenance
 from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
+from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.syntax.parse import Parse
@@ -32,11 +34,24 @@ class LoweringCache:
     entries: dict[bytes, LoweredFn] = field(default_factory=dict)
     lowered: int = 0  # functions lowered (cache misses), for tests and benchmarks
     reused: int = 0
+    # Per green node (interned, immutable, shared across versions): keyed by id() and
+    # holding the node itself, so an entry is valid exactly while that node is in the tree.
+    calls: dict[int, tuple[object, tuple[str, ...]]] = field(default_factory=dict)
+    texts: dict[int, tuple[object, bytes]] = field(default_factory=dict)
+    sigs: dict[int, tuple[object, bytes, tuple]] = field(default_factory=dict)
 
     def prune(self, live: set[bytes]) -> None:
         for k in list(self.entries):
             if k not in live:
                 del self.entries[k]
+
+    def memo(self, table: dict, green, make):
+        hit = table.get(id(green))
+        if hit is not None and hit[0] is green:
+            return hit[1]
+        value = make()
+        table[id(green)] = (green, value)
+        return value
 
 
 @dataclass
@@ -135,7 +150,12 @@ def _collect_structs(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnosti
         resolve(name)
 
 
-def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnostic]) -> None:
+def _collect_signatures(
+    root: ast.SourceFile,
+    env: ModuleEnv,
+    diags: list[Diagnostic],
+    cache: LoweringCache | None = None,
+) -> None:
     for c in root.consts():
         if c.name is None:
             continue
@@ -145,6 +165,11 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
             continue
         t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
         env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
+    w = Writer()
+    for sname in sorted(env.structs):
+        w.str(sname)
+        w.raw(env.structs[sname].hash)
+    structs_key = digest("fn", w.getvalue())
     for fn in root.functions():
         if fn.name is None:
             continue
@@ -160,31 +185,58 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
                 )
             )
             continue
-        dims: list[str] = []
-        for d in fn.dim_params:
-            if d.text in dims:
-                diags.append(error("K0206", d.span, f"dimension `{d.text}` is declared twice"))
-            dims.append(d.text)
-        sig_uses: list[Use] = []
-        resolver = TypeResolver(
-            env, tuple(dims), diags, sig_uses, tuple(d.span for d in fn.dim_params)
-        )
-        params: list[Type] = []
-        names: list[str] = []
-        ok = True
-        for p in fn.params:
-            t = resolver.resolve(p.type)
-            if t is None or p.name is None:
-                ok = False
-                continue
-            params.append(t)
-            names.append(p.name.text)
-        result = resolver.resolve(fn.ret_type) if fn.ret_type is not None else UNIT
-        if result is None:
-            ok = False
-        effects = resolve_effects(fn, diags)
-        if not ok:
+        green = fn.syntax.green
+        hit = cache.sigs.get(id(green)) if cache is not None else None
+        if hit is not None and hit[0] is green and hit[1] == structs_key:
+            entry = hit[2]
+        else:
+            entry = _signature(fn, env)
+            if cache is not None:
+                cache.sigs[id(green)] = (green, structs_key, entry)
+        base, ftype, dims, names, exported, doc, uses, fn_diags = entry
+        delta = fn.span.start - base
+        diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
+        if ftype is None:
             continue
+        env.fns[name] = FnSig(
+            name,
+            ftype,
+            dims,
+            names,
+            exported,
+            fn.span,
+            fn.name.span,
+            doc,
+            fn,
+            _ShiftedUses(uses, delta) if delta else list(uses),
+        )
+
+
+def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
+    """One function's signature as (base, type or None, dims, names, pub, doc, uses, diags)."""
+    diags: list[Diagnostic] = []
+    dims: list[str] = []
+    for d in fn.dim_params:
+        if d.text in dims:
+            diags.append(error("K0206", d.span, f"dimension `{d.text}` is declared twice"))
+        dims.append(d.text)
+    sig_uses: list[Use] = []
+    resolver = TypeResolver(env, tuple(dims), diags, sig_uses, tuple(d.span for d in fn.dim_params))
+    params: list[Type] = []
+    names: list[str] = []
+    ok = True
+    for p in fn.params:
+        t = resolver.resolve(p.type)
+        if t is None or p.name is None:
+            ok = False
+            continue
+        params.append(t)
+        names.append(p.name.text)
+    result = resolver.resolve(fn.ret_type) if fn.ret_type is not None else UNIT
+    if result is None:
+        ok = False
+    effects = resolve_effects(fn, diags)
+    if ok:
         used: set[int] = set()
         for t in params:
             _dims_in(t, used)
@@ -199,21 +251,36 @@ def _collect_signatures(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagno
                     )
                 )
                 ok = False
-        if not ok:
-            continue
-        ftype = FnType(len(dims), tuple(params), result, effects)  # type: ignore[arg-type]
-        env.fns[name] = FnSig(
-            name,
-            ftype,
-            tuple(dims),
-            tuple(names),
-            fn.is_pub,
-            fn.span,
-            fn.name.span,
-            fn.doc,
-            fn,
-            sig_uses,
-        )
+    ftype = FnType(len(dims), tuple(params), result, effects) if ok else None  # type: ignore[arg-type]
+    base = fn.span.start
+    return (
+        base,
+        ftype,
+        tuple(dims),
+        tuple(names),
+        fn.is_pub,
+        fn.doc,
+        tuple(sig_uses),
+        tuple(diags),
+    )
+
+
+def _callee_names(sig: FnSig, cache: LoweringCache) -> tuple[str, ...]:
+    """Names called in the body, in order (memoised on the body's green node)."""
+
+    def make() -> tuple[str, ...]:
+        body = sig.ast.body
+        if body is None:
+            return ()
+        out = []
+        for n in body.syntax.descendants():
+            if n.kind == K.CALL_EXPR:
+                callee = ast.CallExpr(n).callee
+                if isinstance(callee, ast.PathExpr) and callee.name:
+                    out.append(callee.name.text)
+        return tuple(out)
+
+    return cache.memo(cache.calls, sig.ast.syntax.green, make)
 
 
 def _calls(sig: FnSig, env: ModuleEnv) -> list[tuple[str, object]]:
@@ -229,12 +296,12 @@ def _calls(sig: FnSig, env: ModuleEnv) -> list[tuple[str, object]]:
     return out
 
 
-def _order(env: ModuleEnv, diags: list[Diagnostic]) -> list[str]:
+def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]]) -> list[str]:
     """Callee-first order (source order among independents); functions in cycles are dropped."""
     order: list[str] = []
     state: dict[str, str] = {}
     in_cycle: set[str] = set()
-    calls = {name: _calls(sig, env) for name, sig in env.fns.items()}
+    calls = {name: [(c, None) for c in callees[name]] for name in env.fns}
 
     def visit(name: str, path: list[str]) -> None:
         st = state.get(name)
@@ -253,7 +320,7 @@ def _order(env: ModuleEnv, diags: list[Diagnostic]) -> list[str]:
     for name in env.fns:
         visit(name, [])
     for name in sorted(in_cycle, key=lambda n: env.fns[n].span.start):
-        for callee, node in calls[name]:
+        for callee, node in _calls(env.fns[name], env):
             if callee in in_cycle:
                 diags.append(
                     error(
@@ -267,13 +334,65 @@ def _order(env: ModuleEnv, diags: list[Diagnostic]) -> list[str]:
     return [n for n in order if n not in in_cycle]
 
 
-def _cache_key(sig: FnSig, env_digest: bytes, callee_hashes: list[bytes]) -> bytes:
+def _text_digest(green) -> bytes:
     w = Writer()
-    w.str(str(sig.ast.syntax))
+    w.str(str(green))
+    return digest("fn", w.getvalue())
+
+
+def _cache_key(
+    sig: FnSig, env_digest: bytes, callee_hashes: list[bytes], cache: LoweringCache
+) -> bytes:
+    green = sig.ast.syntax.green
+    w = Writer()
+    w.raw(cache.memo(cache.texts, green, lambda: _text_digest(green)))
     w.raw(env_digest)
     for h in callee_hashes:
         w.raw(h)
     return digest("fn", w.getvalue())
+
+
+class _Shifted(Mapping):
+    """``expr_types`` of a cached lowering seen from where the function now starts."""
+
+    __slots__ = ("base", "delta")
+
+    def __init__(self, base: dict, delta: int) -> None:
+        self.base = base
+        self.delta = delta
+
+    def __getitem__(self, key):
+        a, b, k = key
+        return self.base[(a - self.delta, b - self.delta, k)]
+
+    def __iter__(self):
+        d = self.delta
+        return ((a + d, b + d, k) for (a, b, k) in self.base)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+
+class _ShiftedUses(Sequence):
+    """Uses of a cached lowering (or signature), shifted only when read."""
+
+    __slots__ = ("base", "delta")
+
+    def __init__(self, base, delta: int) -> None:
+        self.base = base
+        self.delta = delta
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [u.shifted(self.delta) for u in self.base[i]]
+        return self.base[i].shifted(self.delta)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __iter__(self):
+        d = self.delta
+        return (u.shifted(d) for u in self.base)
 
 
 def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
@@ -292,15 +411,28 @@ def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
     )
     delta = sig.span.start - lf.base
     diags = [d.shifted(delta) for d in lf.diagnostics] if delta else lf.diagnostics
-    types = (
-        {(a + delta, b + delta, k): t for (a, b, k), t in lf.expr_types.items()}
-        if delta
-        else lf.expr_types
-    )
-    uses = [u.shifted(delta) for u in lf.uses] if delta else lf.uses
+    types = _Shifted(lf.expr_types, delta) if delta else lf.expr_types
+    uses = _ShiftedUses(lf.uses, delta) if delta else lf.uses
     return LoweredFn(
         sig, lf.function, lf.nodes, lf.regions, prov, diags, sig.span.start, types, uses
     )
+
+
+def _lower_guarded(env: ModuleEnv, sig: FnSig, done: dict[str, Function]) -> LoweredFn:
+    """Lower one function; a body too deep even for the raised limit gets K0108, not a crash."""
+    try:
+        with deep_recursion():
+            return FnLowering(env, sig, done).lower()
+    except RecursionError:
+        d = error(
+            "K0108",
+            sig.name_span,
+            f"`{sig.name}` is nested too deeply to analyse; split long expressions with `let`",
+        )
+        prov = FnProvenance(
+            sig.name, sig.span, sig.name_span, sig.dim_names, sig.param_names, doc=sig.doc
+        )
+        return LoweredFn(sig, None, {}, {}, prov, [d], sig.span.start)
 
 
 def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
@@ -310,8 +442,12 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
     root = ast.SourceFile(parse.tree)
     env = ModuleEnv()
     _collect_structs(root, env, diags)
-    _collect_signatures(root, env, diags)
-    order = _order(env, diags)
+    _collect_signatures(root, env, diags, cache)
+    callees = {
+        name: [c for c in _callee_names(sig, cache) if c in env.fns]
+        for name, sig in env.fns.items()
+    }
+    order = _order(env, diags, callees)
     env_digest = env.signature_digest()
     graph = Graph()
     prov = Provenance()
@@ -320,12 +456,14 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
     live: set[bytes] = set()
     for name in order:
         sig = env.fns[name]
-        callees = sorted({c for c, _ in _calls(sig, env)})
-        key = _cache_key(sig, env_digest, [done[c].hash if c in done else b"" for c in callees])
+        called = sorted(set(callees[name]))
+        key = _cache_key(
+            sig, env_digest, [done[c].hash if c in done else b"" for c in called], cache
+        )
         live.add(key)
         lf = cache.entries.get(key)
         if lf is None or (lf.base != sig.span.start and not lf.relocatable):
-            lf = FnLowering(env, sig, done).lower()
+            lf = _lower_guarded(env, sig, done)
             cache.entries[key] = lf
             cache.lowered += 1
         else:
@@ -341,5 +479,9 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
             graph.regions.update(lf.regions)
             graph.functions[name] = lf.function
     cache.prune(live)
+    alive = {id(sig.ast.syntax.green) for sig in env.fns.values()}
+    for table in (cache.calls, cache.texts, cache.sigs):
+        for k in [k for k in table if k not in alive]:
+            del table[k]
     diags.sort(key=sort_key)
     return Module(graph, prov, env, diags, lowered)

@@ -61,16 +61,14 @@ class GreenNode:
         self.kind = kind
         self.children = children
         self.text_len = sum(c.text_len for c in children) if text_len is None else text_len
-        self._hash: int | None = None  # computed on demand: big nodes are rarely hashed
+        # Structural, from the children's stored hashes: O(children), never recursive.
+        self._hash = hash((kind, tuple([c._hash for c in children])))
         self._offsets: list[int] | None = None
 
     is_token = False
 
     def __hash__(self) -> int:
-        h = self._hash
-        if h is None:
-            h = self._hash = hash((self.kind, self.children))
-        return h
+        return self._hash
 
     def child_offsets(self) -> list[int]:
         """Start of each child relative to this node (cached), for binary search."""
@@ -105,6 +103,7 @@ class GreenNode:
                 continue
             if (
                 a.kind != b.kind
+                or a._hash != b._hash
                 or a.text_len != b.text_len
                 or len(a.children) != len(b.children)
             ):

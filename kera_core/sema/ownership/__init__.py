@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from kera_core.sema.module import Module
     from kera_core.syntax.parse import Parse
 
+from kera_core.stack import deep_recursion  # noqa: E402
+
 __all__ = ["check_ownership", "check_function"]
 
 
@@ -45,7 +47,16 @@ def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnost
         if any(span.start <= s.start < span.end or span.covers(s) for s in broken):
             continue
         try:
-            out += check_function(module, name)
+            with deep_recursion():
+                out += check_function(module, name)
+        except RecursionError:
+            out.append(
+                error(
+                    "K0108",
+                    lf.sig.name_span,
+                    f"`{name}` is nested too deeply to check ownership; split long expressions",
+                )
+            )
         except Exception as ex:  # pragma: no cover - a bug; reported, never raised
             out.append(
                 error(

@@ -334,27 +334,25 @@ def primary(p: Parser) -> CompletedMarker | None:
 
 
 def if_expr(p: Parser) -> CompletedMarker:
-    p.depth += 1
-    try:
-        if p.depth > MAX_DEPTH:
-            return p.skip_balanced("K0108", "`else if` chain nested too deeply")
-        return _if_expr(p)
-    finally:
-        p.depth -= 1
-
-
-def _if_expr(p: Parser) -> CompletedMarker:
-    m = p.start()
-    p.bump()  # if
-    if _expr_no_struct(p) is None:
-        p.error("K0102", f"expected a condition, found {describe(p.current())}")
-    block(p)
-    if p.eat(K.ELSE_KW):
-        if p.at(K.IF_KW):
-            if_expr(p)
-        else:
+    """`if c {…} else if d {…} else {…}`: a ladder is parsed in a loop, not by recursion,
+    so a long flat `else if` chain is not mistaken for deep nesting."""
+    markers = []
+    while True:
+        markers.append(p.start())
+        p.bump()  # if
+        if _expr_no_struct(p) is None:
+            p.error("K0102", f"expected a condition, found {describe(p.current())}")
+        block(p)
+        if not p.eat(K.ELSE_KW):
+            break
+        if not p.at(K.IF_KW):
             block(p)
-    return m.complete(p, K.IF_EXPR)
+            break
+    done = None
+    for m in reversed(markers):
+        done = m.complete(p, K.IF_EXPR)
+    assert done is not None
+    return done
 
 
 def struct_lit(p: Parser) -> CompletedMarker:

@@ -1,0 +1,201 @@
+"""Language-server latency through a real server process (stdio), on a generated file.
+
+    python bench/lsp_latency.py                 # 5k lines, 30 edit pairs
+    python bench/lsp_latency.py --lines 1000 --samples 10
+
+Measures, end to end (client send -> client receive):
+
+* a one-character edit inside a function body -> the ``publishDiagnostics`` of that version
+  (edits are spaced past the debounce window, as single keystrokes; a typing burst is
+  measured separately: its diagnostics arrive ``kera.diagnosticsDelay`` after the last key);
+* hover and completion at identifiers in function bodies, once the analysis is current;
+* the server's resident memory after opening the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types as T
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import generate  # noqa: E402
+from kera_core.syntax import ast  # noqa: E402
+from kera_core.syntax.parse import parse  # noqa: E402
+
+URI = "file:///bench/lsp_latency.kera"
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def position(text: str, i: int) -> T.Position:
+    line = text.count("\n", 0, i)
+    return T.Position(line=line, character=i - (text.rfind("\n", 0, i) + 1))  # ASCII text
+
+
+def body_anchors(text: str):
+    """Float literals and identifiers inside function bodies, spread over the file."""
+    root = ast.SourceFile(parse(text).tree)
+    floats, idents = [], []
+    for fn in root.functions():
+        body = fn.body
+        if body is None:
+            continue
+        s, e = body.span.start, body.span.end
+        seg = text[s:e]
+        floats += [s + m.start() for m in re.finditer(r"(?<![\w.])\d+\.\d+", seg)]
+        idents += [s + m.start() for m in re.finditer(r"(?<![\w.])[a-z_][a-z0-9_]*\b", seg)]
+    return floats, idents
+
+
+class Client(LanguageClient):
+    def __init__(self):
+        super().__init__("kera-bench", "0")
+        self.published: dict[int, float] = {}
+        self.waiters: dict[int, asyncio.Future] = {}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=5000)
+    ap.add_argument("--samples", type=int, default=30, help="edit pairs (insert + delete)")
+    ap.add_argument("--queries", type=int, default=100, help="hovers and completions")
+    ap.add_argument("--delay", type=int, default=None, help="kera.diagnosticsDelay in ms")
+    args = ap.parse_args()
+
+    text = generate(args.lines)
+    floats, idents = body_anchors(text)
+    client = Client()
+
+    @client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_publish(ls: Client, params: T.PublishDiagnosticsParams):
+        if params.version is None:
+            return
+        ls.published[params.version] = time.perf_counter()
+        fut = ls.waiters.pop(params.version, None)
+        if fut is not None and not fut.done():
+            fut.set_result(params)
+
+    async def until(version: int, timeout: float = 60.0):
+        if version in client.published:
+            return client.published[version]
+        fut = asyncio.get_running_loop().create_future()
+        client.waiters[version] = fut
+        await asyncio.wait_for(fut, timeout)
+        return client.published[version]
+
+    await client.start_io(sys.executable, "-m", "kera_lsp", cwd=str(ROOT))
+    pid = client._server.pid  # type: ignore[union-attr]
+    opts = {} if args.delay is None else {"kera": {"diagnosticsDelay": args.delay}}
+    await client.initialize_async(
+        T.InitializeParams(capabilities=T.ClientCapabilities(), initialization_options=opts)
+    )
+    client.initialized(T.InitializedParams())
+
+    t0 = time.perf_counter()
+    client.text_document_did_open(
+        T.DidOpenTextDocumentParams(
+            text_document=T.TextDocumentItem(uri=URI, language_id="kera", version=1, text=text)
+        )
+    )
+    cold = await until(1) - t0
+    version = 1
+
+    def send(start: int, end: int, new: str) -> float:
+        nonlocal version, text
+        version += 1
+        rng = T.Range(start=position(text, start), end=position(text, end))
+        text = text[:start] + new + text[end:]
+        t = time.perf_counter()
+        client.text_document_did_change(
+            T.DidChangeTextDocumentParams(
+                text_document=T.VersionedTextDocumentIdentifier(uri=URI, version=version),
+                content_changes=[T.TextDocumentContentChangePartial(range=rng, text=new)],
+            )
+        )
+        return t
+
+    # single keystrokes
+    edit_ms = []
+    step = max(1, len(floats) // args.samples)
+    for k in floats[::step][: args.samples]:
+        at = text.index(".", k) + 1
+        for start, end, new in ((at, at, "5"), (at, at + 1, "")):
+            t = send(start, end, new)
+            edit_ms.append((await until(version) - t) * 1000)
+            await asyncio.sleep(0.3)
+
+    # a typing burst: 8 keys 40 ms apart; latency from the last key
+    at = text.index(".", floats[len(floats) // 2]) + 1
+    for i in range(8):
+        t = send(at + i, at + i, "7")
+        await asyncio.sleep(0.04)
+    burst_ms = (await until(version) - t) * 1000
+    send(at, at + 8, "")
+    await until(version)
+
+    async def timed(coro) -> float:
+        t = time.perf_counter()
+        await coro
+        return (time.perf_counter() - t) * 1000
+
+    step = max(1, len(idents) // args.queries)
+    picks = idents[::step][: args.queries]
+    hover_ms = [
+        await timed(
+            client.text_document_hover_async(
+                T.HoverParams(
+                    text_document=T.TextDocumentIdentifier(uri=URI), position=position(text, i + 1)
+                )
+            )
+        )
+        for i in picks
+    ]
+    completion_ms = [
+        await timed(
+            client.text_document_completion_async(
+                T.CompletionParams(
+                    text_document=T.TextDocumentIdentifier(uri=URI), position=position(text, i + 1)
+                )
+            )
+        )
+        for i in picks
+    ]
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = {k: int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM")}
+
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+    n_lines = text.count("\n")
+    print(
+        f"kera lsp latency: {n_lines} lines, {len(text.encode()) / 1024:.0f} kB, {len(edit_ms)} edits, {len(picks)} queries"
+    )
+    print(f"{'measure':<44} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}")
+    rows = [
+        ("one-char edit -> publishDiagnostics", edit_ms),
+        ("hover", hover_ms),
+        ("completion", completion_ms),
+    ]
+    for name, xs in rows:
+        print(f"{name:<44} {statistics.median(xs):>9.1f} {pct(xs, 0.95):>9.1f} {max(xs):>9.1f}")
+    print(f"{'typing burst (8 keys) -> diagnostics':<44} {burst_ms:>9.1f}")
+    print(f"{'open -> first diagnostics (cold)':<44} {cold * 1000:>9.1f}")
+    print(f"{'server RSS now / peak (MiB)':<44} {rss['VmRSS']:>9.1f} {rss['VmHWM']:>9.1f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,124 @@
+"""What the editor shows for builtins, primitive types, memory spaces and effects.
+
+The names come from sema (``BUILTINS``, ``PRIMS``, ``SPACES``, ``EFFECTS``) so nothing
+can drift; the one-line signatures and meanings mirror docs/language.md §12.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kera_core.ir.types import EFFECTS, PRIM_NAMES, SPACES
+from kera_core.sema.lower_calls import BUILTINS
+from kera_core.syntax.kinds import KEYWORDS
+
+
+@dataclass(frozen=True)
+class BuiltinInfo:
+    name: str
+    params: tuple[str, ...]  # parameter labels, e.g. ("x: F[S]",)
+    result: str
+    doc: str
+    effect: str = ""
+
+    @property
+    def label(self) -> str:
+        s = f"fn {self.name}({', '.join(self.params)}) -> {self.result}"
+        return s + (f" ! {self.effect}" if self.effect else "")
+
+
+def _b(name: str, params: tuple[str, ...], result: str, doc: str, effect: str = "") -> BuiltinInfo:
+    return BuiltinInfo(name, params, result, doc, effect)
+
+
+_INFO = [
+    _b("exp", ("x: F | F[S]",), "same", "e raised to `x`, elementwise"),
+    _b("log", ("x: F | F[S]",), "same", "natural logarithm, elementwise"),
+    _b("sqrt", ("x: F | F[S]",), "same", "square root (correctly rounded), elementwise"),
+    _b("tanh", ("x: F | F[S]",), "same", "hyperbolic tangent, elementwise"),
+    _b("sigmoid", ("x: F | F[S]",), "same", "the logistic function `1 / (1 + exp(-x))`"),
+    _b("abs", ("x: E | E[S]",), "same", "absolute value (integers wrap: `abs(MIN) == MIN`)"),
+    _b("fma", ("a: F", "b: F", "c: F"), "F", "`a * b + c` rounded once, elementwise"),
+    _b("minimum", ("a: E", "b: E"), "E", "the smaller of `a` and `b`, elementwise"),
+    _b("maximum", ("a: E", "b: E"), "E", "the larger of `a` and `b`, elementwise"),
+    _b("sum", ("x: &E[S]",), "E", "sum of the elements, in the order semantics.md fixes"),
+    _b("max", ("x: &E[S]",), "E", "largest element"),
+    _b("min", ("x: &E[S]",), "E", "smallest element"),
+    _b("mean", ("x: &F[S]",), "F", "`sum(x)` divided by the element count"),
+    _b("argmax", ("x: &E[N]",), "i64", "index of the largest element; ties go to the lowest"),
+    _b("dot", ("x: &E[N]", "y: &E[N]"), "E", "the sum of `x[i] * y[i]`"),
+    _b("matmul", ("a: &E[M, K]", "b: &E[K, N]"), "E[M, N]", "matrix product (or matrix-vector)"),
+    _b("softmax", ("x: &F[N]",), "F[N]", "`let e = exp(x - max(x)); e / sum(e)`"),
+    _b(
+        "layernorm",
+        ("x: &F[N]", "eps: F"),
+        "F[N]",
+        "`let d = x - mean(x); d / sqrt(mean(d * d) + eps)`",
+    ),
+    _b("conv1d", ("x: &F[N]", "k: &F[K]"), "F[N]", "1-D cross-correlation, output as long as `x`"),
+    _b("zeros", (), "E[S]", "a tensor of zeros; its type is the expected type"),
+    _b(
+        "full",
+        ("v: E",),
+        "E[S]",
+        "a tensor with `v` in every element; its type is the expected type",
+    ),
+    _b(
+        "move_to",
+        ("x: E[S] @a", "space"),
+        "E[S] @space",
+        "moves the owned tensor `x` into `space`; `x` is consumed",
+        "transfer",
+    ),
+    _b(
+        "copy_to",
+        ("x: &E[S] @a", "space"),
+        "E[S] @space",
+        "a copy of `x` in `space`; `x` stays usable",
+        "transfer",
+    ),
+    _b("print", ("x",), "()", "writes a string literal, scalar or host tensor", "io"),
+]
+
+INFO: dict[str, BuiltinInfo] = {b.name: b for b in _INFO if b.name in BUILTINS}
+#: Every builtin sema knows, even one this table has not caught up with.
+BUILTIN_NAMES: tuple[str, ...] = tuple(sorted(BUILTINS))
+for _name in BUILTIN_NAMES:
+    INFO.setdefault(_name, BuiltinInfo(_name, ("…",), "…", "builtin function"))
+
+PRIMITIVES: tuple[str, ...] = PRIM_NAMES
+MEMORY_SPACES: tuple[str, ...] = SPACES
+EFFECT_NAMES: tuple[str, ...] = EFFECTS
+KEYWORD_NAMES: tuple[str, ...] = tuple(sorted(KEYWORDS))
+
+PRIMITIVE_DOCS = {
+    "bool": "boolean",
+    **{f"i{n}": f"{n}-bit signed integer (wraps on overflow)" for n in (8, 16, 32, 64)},
+    **{f"u{n}": f"{n}-bit unsigned integer (wraps on overflow)" for n in (8, 16, 32, 64)},
+    "f32": "IEEE-754 binary32, round-to-nearest-even, subnormals kept",
+    "f64": "IEEE-754 binary64, round-to-nearest-even, subnormals kept",
+}
+SPACE_DOCS = {
+    "host": "memory space: host (CPU) memory, the default",
+    "device": "memory space: accelerator memory",
+    "pinned": "memory space: page-locked host memory",
+    "unified": "memory space: unified (host and device) memory",
+}
+EFFECT_DOCS = {
+    "io": "effect: observable input/output (`print`)",
+    "transfer": "effect: moving or copying data between memory spaces (`move_to`, `copy_to`)",
+    "alloc": "effect: allocation whose size is not known at compile time (reserved)",
+    "random": "effect: a nondeterministic source of randomness (reserved)",
+    "time": "effect: reading a clock (reserved)",
+}
+
+
+def reserved(name: str) -> str | None:
+    """Why ``name`` cannot be a user-chosen name, or None if it can."""
+    if name in KEYWORDS:
+        return f"`{name}` is a keyword"
+    if name in BUILTINS:
+        return f"`{name}` is a builtin function"
+    if name in PRIMITIVES:
+        return f"`{name}` is a primitive type"
+    return None

@@ -1,0 +1,423 @@
+"""Open documents and what the toolchain knows about each of them, kept current edit by edit.
+
+This is the language server's model of the world (DESIGN.md, "workspace"), with no
+protocol in it: per document it holds the version and text, the :class:`Parse`
+(updated by :func:`~kera_core.syntax.reparse.reparse`, so an edit relexes one token
+or reparses one block), the lowered :class:`Module` (through a per-document
+:class:`LoweringCache`, so an edit inside one function re-lowers that function and
+its callers only), and the diagnostics of every stage — syntax, sema and ownership —
+the same set :func:`kera_core.analysis.analyze` reports, computed incrementally.
+
+Results are keyed by the SHA3-256 of the content, so undoing an edit, reopening a
+file or saving it never recomputes anything. Ownership results are cached per
+function too (by the identity of the function's lowering, which the lowering cache
+reuses only when the function's text, the signatures it sees and its callees did not
+change).
+
+A document also remembers the *saved* state: the graph and function fingerprints
+as of the last ``didOpen``/``didSave``, so hovers can say what is on disk and whether
+the buffer has changed since.
+
+Positions enter as (line, column) in one of the three LSP encodings and are turned
+into byte offsets here, with :class:`~kera_core.source.LineIndex`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from kera_core.diagnostics import CODES, Diagnostic, Severity, error, sort_key
+from kera_core.sema import LoweringCache, Module, lower_module
+from kera_core.sema.env import FnSig
+from kera_core.sema.lower import LoweredFn
+from kera_core.sema.ownership import check_function
+from kera_core.source import LineIndex, Span, encode, utf8_len
+from kera_core.syntax.parse import Parse, parse
+from kera_core.syntax.reparse import TextEdit, apply_edit, reparse
+
+log = logging.getLogger(__name__)
+
+#: Above this size a document is not parsed at all (a full parse runs at ~0.2 MB/s).
+MAX_PARSE_BYTES = 1_000_000
+#: Above this size a document is parsed but not lowered or checked (~55 kB/s cold).
+MAX_SEMA_BYTES = 400_000
+#: How many analysed versions of one document are kept, by content hash.
+RECENT_VERSIONS = 4
+
+_LIMIT_CODE = "K0902" if "K0902" in CODES else "K0901"
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+
+# --- positions ------------------------------------------------------------------------
+
+
+def to_offset(index: LineIndex, line: int, col: int, encoding: str = UTF16) -> int:
+    """An LSP position in ``encoding`` -> byte offset (clamped into the document)."""
+    line = max(0, line)
+    col = max(0, col)
+    if encoding == UTF8:
+        return index.from_utf8(line, col)
+    if encoding == UTF32:
+        if line >= index.line_count:
+            return index.len_bytes
+        text = index.line_text(line)
+        return index.line_start(line) + utf8_len(text[:col])
+    return index.from_utf16(line, col)
+
+
+def to_position(index: LineIndex, offset: int, encoding: str = UTF16) -> tuple[int, int]:
+    """Byte offset -> LSP (line, column) in ``encoding``."""
+    if encoding == UTF8:
+        return index.to_utf8(offset)
+    if encoding == UTF32:
+        return index.to_chars(offset)
+    return index.to_utf16(offset)
+
+
+def content_hash(text: str) -> bytes:
+    return hashlib.sha3_256(encode(text)).digest()
+
+
+def _common_affixes(old: str, new: str) -> tuple[int, int]:
+    """Lengths (in characters) of the longest common prefix and suffix, not overlapping.
+
+    Binary search over slice comparisons keeps the work in C even for megabyte texts.
+    """
+    n = min(len(old), len(new))
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    prefix = lo
+    lo, hi = 0, n - prefix
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid :] == new[len(new) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return prefix, lo
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One content change as an editor sends it: a range (``None`` = the whole text)."""
+
+    text: str
+    range: tuple[int, int, int, int] | None = None  # start line, start col, end line, end col
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What the document looked like at its last open/save, fingerprinted."""
+
+    version: int
+    content_hash: bytes
+    fingerprint: bytes | None  # the graph hash; None if the text was not analysed
+    functions: dict[str, bytes]  # function name -> function hash
+
+
+@dataclass
+class Analysis:
+    """One version of one document seen through every stage. Never mutated once built."""
+
+    uri: str
+    version: int
+    text: str
+    content_hash: bytes
+    parse: Parse | None
+    module: Module | None
+    diagnostics: list[Diagnostic]
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+
+    @cached_property
+    def line_index(self) -> LineIndex:
+        return LineIndex(self.text)
+
+    @cached_property
+    def _fn_starts(self) -> tuple[list[int], list[FnSig]]:
+        sigs = (
+            sorted(self.module.env.fns.values(), key=lambda s: s.span.start) if self.module else []
+        )
+        return [s.span.start for s in sigs], sigs
+
+    def sig_at(self, offset: int) -> FnSig | None:
+        """The function item whose span contains ``offset`` (its end included)."""
+        starts, sigs = self._fn_starts
+        i = bisect_right(starts, offset) - 1
+        if i >= 0 and sigs[i].span.start <= offset <= sigs[i].span.end:
+            return sigs[i]
+        return None
+
+    def function_at(self, offset: int) -> LoweredFn | None:
+        sig = self.sig_at(offset)
+        if sig is None or self.module is None:
+            return None
+        return self.module.functions.get(sig.name)
+
+    @property
+    def fingerprint(self) -> bytes | None:
+        return self.module.graph.fingerprint() if self.module is not None else None
+
+
+class Document:
+    """One open document. Not thread-safe: the server drives it from one worker thread."""
+
+    def __init__(self, uri: str, text: str, version: int = 0) -> None:
+        self.uri = uri
+        self.version = version
+        self.text = text
+        self.cache = LoweringCache()
+        self.parse: Parse | None = None
+        self.reparses: dict[str, int] = {"token": 0, "block": 0, "full": 0, "cached": 0}
+        self.saved: Saved | None = None
+        self._index: LineIndex | None = None
+        self._hash: bytes | None = None
+        self._analysis: Analysis | None = None
+        self._recent: OrderedDict[bytes, Analysis] = OrderedDict()
+        self._ownership: dict[int, tuple[object, int, list[Diagnostic], bool]] = {}
+        self._parse_time = 0.0
+        self._set_text(text, None)
+
+    # --- text --------------------------------------------------------------------------
+    @property
+    def line_index(self) -> LineIndex:
+        if self._index is None:
+            self._index = LineIndex(self.text)
+        return self._index
+
+    @property
+    def content_hash(self) -> bytes:
+        if self._hash is None:
+            self._hash = content_hash(self.text)
+        return self._hash
+
+    @property
+    def size(self) -> int:
+        return utf8_len(self.text)
+
+    def apply_changes(self, version: int, changes: list[Change], encoding: str = UTF16) -> None:
+        """Apply content changes in order; each range refers to the text the previous left."""
+        for ch in changes:
+            if ch.range is None:
+                self.replace_text(ch.text)
+                continue
+            index = self.line_index
+            sl, sc, el, ec = ch.range
+            start = to_offset(index, sl, sc, encoding)
+            end = to_offset(index, el, ec, encoding)
+            if end < start:
+                start, end = end, start
+            self.edit(Span(start, end), ch.text)
+        self.version = version
+
+    def edit(self, span: Span, new_text: str) -> None:
+        """Replace the bytes ``span`` of the current text."""
+        edit = TextEdit(span, new_text)
+        if self.text.isascii() and new_text.isascii():
+            new_full = self.text[: span.start] + new_text + self.text[span.end :]
+        else:
+            new_full = apply_edit(self.text, edit)
+        self._set_text(new_full, edit)
+
+    def replace_text(self, new_text: str) -> None:
+        """Replace the whole text (a full-sync change), reparsing only what differs."""
+        old = self.text
+        if old == new_text:
+            return
+        pre, suf = _common_affixes(old, new_text)
+        start = utf8_len(old[:pre])
+        end = start + utf8_len(old[pre : len(old) - suf])
+        self._set_text(new_text, TextEdit(Span(start, end), new_text[pre : len(new_text) - suf]))
+
+    def _set_text(self, text: str, edit: TextEdit | None) -> None:
+        self.text = text
+        self._index = None
+        self._hash = None
+        self._analysis = None
+        hit = self._recent.get(self.content_hash)
+        t0 = time.perf_counter()
+        if hit is not None and hit.parse is not None:
+            self.parse = hit.parse
+            self.reparses["cached"] += 1
+        elif self.size > MAX_PARSE_BYTES:
+            self.parse = None
+        elif self.parse is not None and edit is not None:
+            self.parse, strategy = reparse(self.parse, edit, new_text=text)
+            self.reparses[strategy] += 1
+        else:
+            self.parse = parse(text)
+            self.reparses["full"] += 1
+        self._parse_time = time.perf_counter() - t0
+
+    # --- analysis ------------------------------------------------------------------------
+    def analysis(self) -> Analysis:
+        """The analysis of the current text (computed at most once per content)."""
+        if self._analysis is not None and self._analysis.version == self.version:
+            return self._analysis
+        h = self.content_hash
+        hit = self._recent.get(h)
+        if hit is not None:
+            self._recent.move_to_end(h)
+            a = hit if hit.version == self.version else replace(hit, version=self.version)
+        else:
+            a = self._analyze(h)
+            self._recent[h] = a
+            while len(self._recent) > RECENT_VERSIONS:
+                self._recent.popitem(last=False)
+        self._analysis = a
+        return a
+
+    def syntax_analysis(self) -> Analysis:
+        """The current analysis if there is one, else a view of the parse alone (no sema).
+
+        For queries that only need the tree (folding, selection, outline) right after an
+        edit, before the debounced analysis has run.
+        """
+        a = self._analysis
+        if a is not None and a.version == self.version:
+            return a
+        if self.content_hash in self._recent:
+            return self.analysis()
+        diags = list(self.parse.diagnostics) if self.parse is not None else []
+        a = Analysis(self.uri, self.version, self.text, self.content_hash, self.parse, None, diags)
+        a.__dict__["line_index"] = self.line_index
+        return a
+
+    def _analyze(self, h: bytes) -> Analysis:
+        timings = {"parse": self._parse_time}
+        p = self.parse
+        module: Module | None = None
+        if p is None:
+            diags = [_limit_note(f"{self.size} bytes: too large to analyse", MAX_PARSE_BYTES)]
+            return Analysis(self.uri, self.version, self.text, h, None, None, diags, timings)
+        diags = list(p.diagnostics)
+        if self.size > MAX_SEMA_BYTES:
+            diags.append(_limit_note(f"{self.size} bytes: only syntax is checked", MAX_SEMA_BYTES))
+        else:
+            t0 = time.perf_counter()
+            try:
+                module = lower_module(p, self.cache)
+            except Exception as ex:  # a compiler bug must not take the editor down
+                log.exception("lowering %s failed", self.uri)
+                self.cache = LoweringCache()
+                diags.append(
+                    error("K0901", Span(0, 0), f"internal error in sema: {type(ex).__name__}: {ex}")
+                )
+            t1 = time.perf_counter()
+            timings["lower"] = t1 - t0
+            if module is not None:
+                diags += module.diagnostics
+                diags += self._check_ownership(module, p)
+                timings["ownership"] = time.perf_counter() - t1
+        diags.sort(key=sort_key)
+        a = Analysis(self.uri, self.version, self.text, h, p, module, diags, timings)
+        a.__dict__["line_index"] = self.line_index  # share the document's (cached_property slot)
+        return a
+
+    def _check_ownership(self, module: Module, p: Parse) -> list[Diagnostic]:
+        """:func:`check_ownership`, reusing each function's result while its lowering is reused."""
+        broken = [d.span for d in p.diagnostics if d.is_error]
+        out: list[Diagnostic] = []
+        live: dict[int, tuple[object, int, list[Diagnostic], bool]] = {}
+        for name, lf in module.functions.items():
+            span = lf.sig.span
+            fn = lf.function
+            if fn is None or any(
+                span.start <= s.start < span.end or span.covers(s) for s in broken
+            ):
+                continue
+            res: list[Diagnostic] | None = None
+            hit = self._ownership.get(id(fn))
+            if hit is not None and hit[0] is fn:
+                _, base, cached, movable = hit
+                delta = span.start - base
+                if not delta:
+                    res = cached
+                elif movable:
+                    res = [d.shifted(delta) for d in cached]
+            if res is None:
+                try:
+                    res = check_function(module, name)
+                except Exception as ex:  # reported, never raised (as check_ownership does)
+                    log.exception("ownership check of %s failed", name)
+                    res = [
+                        error(
+                            "K0901",
+                            lf.sig.name_span,
+                            f"internal error in the ownership checker: {type(ex).__name__}: {ex}",
+                        )
+                    ]
+            movable = all(
+                span.covers(d.span) and all(span.covers(r.span) for r in d.related) for d in res
+            )
+            live[id(fn)] = (fn, span.start, res, movable)
+            out += res
+        self._ownership = live
+        return out
+
+    # --- save state ----------------------------------------------------------------------------
+    def mark_saved(self) -> Saved:
+        """Fingerprint the current text as the saved one."""
+        a = self.analysis()
+        fns = {}
+        if a.module is not None:
+            fns = {name: f.hash for name, f in a.module.graph.functions.items()}
+        self.saved = Saved(self.version, a.content_hash, a.fingerprint, fns)
+        return self.saved
+
+    @property
+    def changed_since_save(self) -> bool:
+        return self.saved is None or self.saved.content_hash != self.content_hash
+
+
+def _limit_note(what: str, limit: int) -> Diagnostic:
+    return Diagnostic(
+        _LIMIT_CODE,
+        Severity.INFO,
+        Span(0, 0),
+        f"analysis skipped: {what} (the limit is {limit} bytes)",
+    )
+
+
+class Workspace:
+    """The open documents, by URI."""
+
+    def __init__(self) -> None:
+        self.documents: dict[str, Document] = {}
+
+    def open(self, uri: str, text: str, version: int = 0) -> Document:
+        doc = Document(uri, text, version)
+        self.documents[uri] = doc
+        return doc
+
+    def close(self, uri: str) -> None:
+        self.documents.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        return self.documents.get(uri)
+
+    def change(
+        self, uri: str, version: int, changes: list[Change], encoding: str = UTF16
+    ) -> Document | None:
+        doc = self.documents.get(uri)
+        if doc is not None:
+            doc.apply_changes(version, changes, encoding)
+        return doc
+
+    def analysis(self, uri: str) -> Analysis | None:
+        doc = self.documents.get(uri)
+        return doc.analysis() if doc is not None else None

@@ -1,0 +1,40 @@
+"""The Kera language server (``kera lsp``): a thin pygls layer over ``kera_core.workspace``
+and ``kera_core.ide``. The protocol, custom requests and commands are documented in
+docs/lsp.md."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="kera lsp", description="Run the Kera language server.")
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
+    ap.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT instead")
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on with --tcp")
+    ap.add_argument("--log-file", metavar="PATH", help="write the server's log here")
+    ap.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(args) -> int:
+    from kera_lsp.server import create_server
+
+    target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        **target,
+    )
+    server = create_server()
+    if args.tcp is not None:
+        server.start_tcp(args.host, args.tcp)
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from kera_lsp import main
+
+sys.exit(main())

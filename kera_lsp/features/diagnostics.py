@@ -1,0 +1,95 @@
+"""Publishing diagnostics: debounced per document, tagged with the version they describe.
+
+The first change after a quiet period is analysed at once; changes arriving while one is
+pending or running are coalesced and analysed ``kera.diagnosticsDelay`` after the last
+of them. A result is published only if its version is still the newest the client sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types as T
+
+from kera_lsp import convert
+from kera_lsp.server import KeraLanguageServer
+
+#: At most this many diagnostics are published per document (a binary file can have
+#: tens of thousands); the last one says how many were left out.
+MAX_PUBLISHED = 500
+
+
+class Publisher:
+    def __init__(self, server: KeraLanguageServer) -> None:
+        self.server = server
+        self.tasks: dict[str, asyncio.Task] = {}
+        self.last_change: dict[str, float] = {}
+        self.published: dict[str, int] = {}  # uri -> version last published (for tests/bench)
+
+    def schedule(self, uri: str, immediate: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        delay = self.server.settings.diagnostics_delay
+        task = self.tasks.get(uri)
+        busy = task is not None and not task.done()
+        quiet = now - self.last_change.get(uri, float("-inf")) >= delay
+        self.last_change[uri] = now
+        if busy:
+            task.cancel()  # type: ignore[union-attr]
+        wait = 0.0 if immediate or (quiet and not busy) else delay
+        self.tasks[uri] = asyncio.ensure_future(self._publish(uri, wait))
+
+    def cancel(self, uri: str) -> None:
+        task = self.tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+    def cancel_all(self) -> None:
+        for uri in list(self.tasks):
+            self.cancel(uri)
+
+    async def _publish(self, uri: str, wait: float) -> None:
+        if wait:
+            await asyncio.sleep(wait)
+        ls = self.server
+        enc = ls.encoding
+
+        def job():
+            doc = ls.kera.get(uri)
+            if doc is None or ls.versions.get(uri) != doc.version:
+                return None  # closed, or a newer change is queued behind us
+            a = doc.analysis()
+            index = a.line_index
+            shown = a.diagnostics[:MAX_PUBLISHED]
+            out = [convert.diagnostic(d, index, enc, uri) for d in shown]
+            if len(a.diagnostics) > len(shown):
+                out.append(
+                    T.Diagnostic(
+                        range=convert.range_of(index, shown[-1].span, enc),
+                        message=f"{len(a.diagnostics) - len(shown)} more diagnostics not shown",
+                        severity=T.DiagnosticSeverity.Information,
+                        source="kera",
+                    )
+                )
+            return a.version, out
+
+        try:
+            result = await ls.run(job)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            ls.log_message(f"kera-lsp: diagnostics for {uri} failed: {exc}", T.MessageType.Error)
+            return
+        if result is None:
+            return
+        version, diags = result
+        if ls.versions.get(uri) != version:
+            return  # the client has moved on: never publish an older version's diagnostics
+        ls.text_document_publish_diagnostics(
+            T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+        )
+        self.published[uri] = version
+
+
+def setup(server: KeraLanguageServer) -> None:
+    server.publisher = Publisher(server)

@@ -1,0 +1,268 @@
+"""The Kera language server: pygls wiring around :mod:`kera_core.workspace` and :mod:`kera_core.ide`.
+
+The server holds no compiler logic. It owns
+
+* one worker thread that runs every workspace operation in arrival order (edits, analyses,
+  queries), so the event loop stays free to receive messages, drop stale results and exit;
+* the latest version of each document as the client sent it, to never publish stale
+  diagnostics;
+* the settings (``kera.outputDir``, ``kera.diagnosticsDelay``).
+
+Each feature lives in ``kera_lsp/features/<name>.py`` with one ``setup(server)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import os
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as T
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+)
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from kera_core import __version__
+from kera_core.workspace import Analysis, Document, Workspace
+
+log = logging.getLogger("kera_lsp")
+
+REQUEST_FAILED = -32803  # LSP's RequestFailed
+
+
+class RequestFailed(JsonRpcException):
+    """A well-formed request that cannot be served; the message says why."""
+
+    CODE = REQUEST_FAILED
+
+
+class _Ignored:
+    """What a message that was already answered with an error turns into (pygls drops it)."""
+
+    jsonrpc = "ignored"
+
+
+class KeraProtocol(LanguageServerProtocol):
+    """Answers a request whose params do not match the LSP schema with InvalidParams.
+
+    pygls only logs such messages, which leaves the client waiting forever.
+    """
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                cause = exc.__cause__ or exc
+                msg = f"invalid params for {data.get('method')!r}: {cause}".splitlines()[0]
+                self._send_response(data["id"], None, JsonRpcInvalidParams(msg).to_response_error())
+                return _Ignored()
+            raise
+
+
+class Worker:
+    """One daemon thread running jobs in submission order (a stuck job never blocks exit)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="kera-worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._jobs.put((fut, fn, args))
+        return fut
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            fut, fn, args = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:  # delivered to the awaiting handler
+                fut.set_exception(exc)
+
+
+@dataclass
+class Settings:
+    output_dir: str | None = None  # kera.outputDir; relative paths are under the workspace root
+    diagnostics_delay: float = 0.15  # seconds, kera.diagnosticsDelay (given in milliseconds)
+
+    def update(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        section = raw.get("kera", raw)
+        if not isinstance(section, dict):
+            return
+        out = section.get("outputDir")
+        if isinstance(out, str):
+            self.output_dir = out.strip() or None  # empty: back to the default
+        delay = section.get("diagnosticsDelay")
+        if isinstance(delay, int | float) and not isinstance(delay, bool) and 0 <= delay <= 10_000:
+            self.diagnostics_delay = delay / 1000.0
+
+
+class KeraLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kera-lsp", __version__, protocol_cls=KeraProtocol, max_workers=2)
+        self.kera = Workspace()
+        self.worker = Worker()
+        self.versions: dict[str, int] = {}
+        self.settings = Settings()
+        self.publisher = None  # set by features.diagnostics
+        self.late_commands: list[tuple[str, Callable]] = []  # registered after `initialize`
+
+    def register_late_commands(self) -> None:
+        """Commands the server executes but does not advertise (see features/lowering.py)."""
+        for name, fn in self.late_commands:
+            if name not in self.protocol.fm.commands:
+                self.command(name)(fn)
+
+    # --- the worker -----------------------------------------------------------------------
+    def run(self, fn: Callable, *args) -> asyncio.Future:
+        """Queue ``fn(*args)`` on the worker now (not when awaited), keeping arrival order."""
+        return asyncio.wrap_future(self.worker.submit(fn, *args))
+
+    def query(
+        self,
+        uri: str,
+        fn: Callable[[Document, Analysis], Any],
+        default: Any = None,
+        syntax_only: bool = False,
+    ) -> asyncio.Future:
+        """Run ``fn(doc, analysis)`` for the open document ``uri`` on the worker.
+
+        ``syntax_only`` queries (folding, selection ranges) do not wait for sema on a
+        version that has not been analysed yet.
+        """
+
+        def job():
+            doc = self.kera.get(uri)
+            if doc is None:
+                return default
+            a = doc.syntax_analysis() if syntax_only else doc.analysis()
+            return fn(doc, a)
+
+        return self.run(job)
+
+    @property
+    def encoding(self) -> str:
+        try:
+            enc = self.workspace.position_encoding
+        except RuntimeError:
+            return "utf-16"
+        return str(getattr(enc, "value", enc) or "utf-16")
+
+    # --- paths ------------------------------------------------------------------------------
+    def root_path(self) -> Path | None:
+        try:
+            ws = self.workspace
+        except RuntimeError:
+            return None
+        uri = ws.root_uri
+        if not uri and ws.folders:
+            uri = next(iter(ws.folders.values())).uri
+        path = to_fs_path(uri) if uri else None
+        return Path(path) if path else None
+
+    def output_dir(self, doc_uri: str) -> Path:
+        root = self.root_path()
+        if root is None:
+            p = to_fs_path(doc_uri)
+            root = Path(p).parent if p else Path.cwd()
+        out = self.settings.output_dir
+        if not out:
+            return root / ".kera-out"
+        path = Path(out).expanduser()
+        return path if path.is_absolute() else root / path
+
+    # --- messages -------------------------------------------------------------------------------
+    def log_message(self, message: str, kind: T.MessageType = T.MessageType.Log) -> None:
+        try:
+            self.window_log_message(T.LogMessageParams(type=kind, message=message))
+        except Exception:  # no writer yet, or the client is gone
+            log.warning("%s", message)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Log out-of-band errors instead of popping up a message for each.
+
+        Failed requests were already answered with an error (and logged by :func:`handler`).
+        """
+        if source is FeatureRequestError:
+            return
+        self.log_message(f"kera-lsp: {type(error).__name__}: {error}", T.MessageType.Error)
+
+
+def handler(f: Callable) -> Callable:
+    """Wrap a feature: an internal error is logged and answered as an LSP error, never fatal."""
+
+    @functools.wraps(f)
+    async def wrapped(ls: KeraLanguageServer, params):
+        try:
+            return await f(ls, params)
+        except JsonRpcException:
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            tb = traceback.format_exc()
+            log.error("%s failed: %s", f.__name__, tb)
+            ls.log_message(
+                f"kera-lsp: {f.__name__} failed: {type(exc).__name__}: {exc}\n{tb}",
+                T.MessageType.Error,
+            )
+            raise JsonRpcInternalError(f"{f.__name__} failed: {type(exc).__name__}: {exc}") from exc
+
+    return wrapped
+
+
+def create_server() -> KeraLanguageServer:
+    from kera_lsp import features
+
+    server = KeraLanguageServer()
+    for setup in features.SETUPS:
+        setup(server)
+    if os.environ.get("KERA_LSP_TEST_HOOKS") == "1":
+        _test_hooks(server)
+    return server
+
+
+def _test_hooks(server: KeraLanguageServer) -> None:
+    """Requests that fail on purpose, so the tests can check a feature's crash is contained."""
+
+    @server.feature("kera/_test/crash")
+    @handler
+    async def crash(ls: KeraLanguageServer, params):
+        return await ls.run(_boom)
+
+    @server.feature("kera/_test/sleep")
+    @handler
+    async def sleep(ls: KeraLanguageServer, params):
+        return await ls.run(time.sleep, float(getattr(params, "seconds", 0.1)))
+
+
+def _boom():
+    raise RuntimeError("deliberate failure (KERA_LSP_TEST_HOOKS)")
