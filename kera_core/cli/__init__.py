@@ -23,9 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    from kera_core.cli import demo, graph, keg, lsp
+    from kera_core.cli import demo, graph, keg, lsp, run
 
-    return [front, graph, keg, lsp, demo]
+    return [front, graph, keg, run, lsp, demo]
 
 
 def main(argv: list[str] | None = None) -> int:

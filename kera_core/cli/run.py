@@ -12,6 +12,7 @@ and last `result sha3-256:<hex>` — the digest every target must reproduce
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from kera_core.interp.api import entry_signature
 from kera_core.interp.digest import sha3
 from kera_core.interp.gen import DEFAULT_DIM, InputGenerator
 from kera_core.interp.values import concrete_type, flat_items, raw_bytes
+from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.source import LineIndex
 
@@ -150,8 +152,19 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     return dims, defaulted
 
 
-def _location(module, text: str, path: str, node: bytes | None) -> str:
-    if node is None:
+def run_seeded(module, name: str, seed: int, adversarial: bool = False):
+    """Run ``name`` on the documented generated inputs (default dimensions): what
+    `kera run FILE --entry NAME --seed S` computes, for `kera demo` and the tests."""
+    sig = entry_signature(module, name)
+    dims, _ = _resolve_dims(sig, {}, {})
+    gen = InputGenerator(seed, adversarial)
+    inputs = {pname: gen.value(t, dims) for pname, t in sig.value_params}
+    named = {sig.dim_names[i]: n for i, n in dims.items()}
+    return run_function(module, name, inputs, named, stdout=None)
+
+
+def _location(module, text: str | None, path: str, node: bytes | None) -> str:
+    if node is None or text is None:
         return ""
     spans = module.provenance.spans_of(node)
     if not spans:
@@ -160,16 +173,29 @@ def _location(module, text: str, path: str, node: bytes | None) -> str:
     return f" at {path}:{line + 1}:{col + 1}"
 
 
-def cmd_run(args) -> int:
-    runner = select_target(args.target)
-    user_dims = parse_dims(args.dims)
-    inp = read_input(args.file)
+def _load(inp):
+    """The program to run: a `.keg` graph file as it is, or source, analysed."""
+    from kera_core.keg import KegError, is_keg, read_keg
+
+    if is_keg(inp.raw) or inp.path.endswith(".keg"):
+        try:
+            k = read_keg(inp.raw)
+        except KegError as e:
+            raise UsageError(f"{inp.path}: invalid .keg file: {e}") from None
+        return SimpleNamespace(graph=k.graph, provenance=k.provenance or Provenance(), text=None)
     a = analyze(inp.text)
     if a.has_errors:
         _print_diags(a.diagnostics, inp.text, inp.path)
         n = sum(d.is_error for d in a.diagnostics)
         raise UsageError(f"{inp.path}: {n} error(s); nothing to run")
-    m = a.module
+    return SimpleNamespace(graph=a.module.graph, provenance=a.module.provenance, text=inp.text)
+
+
+def cmd_run(args) -> int:
+    runner = select_target(args.target)
+    user_dims = parse_dims(args.dims)
+    inp = read_input(args.file)
+    m = _load(inp)
     fn = m.graph.functions.get(args.entry)
     if fn is None or not fn.exported:
         names = ", ".join(f.name for f in m.graph.exported()) or "none"
@@ -179,7 +205,10 @@ def cmd_run(args) -> int:
     given = _unflatten(sig, _load_npz(args.inputs)) if args.inputs else {}
     dims, defaulted = _resolve_dims(sig, user_dims, given)
     for i in defaulted:
-        print(f"kera run: dimension {sig.dim_names[i]} not given; using {DEFAULT_DIM}", file=sys.stderr)
+        print(
+            f"kera run: dimension {sig.dim_names[i]} not given; using {DEFAULT_DIM}",
+            file=sys.stderr,
+        )
     gen = InputGenerator(args.seed, args.adversarial)
     inputs = {}
     for name, t in sig.value_params:
@@ -188,7 +217,8 @@ def cmd_run(args) -> int:
     out = sys.stdout
     out.write(f"entry {fn.name} fn:{fn.hash.hex()}\n")
     dim_text = " ".join(
-        f"{n}={dims[i]}" + (" (default)" if i in defaulted else "") for i, n in enumerate(sig.dim_names)
+        f"{n}={dims[i]}" + (" (default)" if i in defaulted else "")
+        for i, n in enumerate(sig.dim_names)
     )
     out.write(f"dims {dim_text or '-'}\n")
     for name, t in sig.value_params:
@@ -213,7 +243,7 @@ def cmd_run(args) -> int:
     except InterpError as e:
         if not out.closed:
             out.write("\nresult error " + e.code + "\n")
-        where = _location(m, inp.text, inp.path, e.node)
+        where = _location(m, m.text, inp.path, e.node)
         print(f"kera run: run-time error {e.code} ({e.kind}): {e.message}{where}", file=sys.stderr)
         return 1
     if r.printed and not r.printed.endswith("\n"):

@@ -469,7 +469,11 @@ for _name, _doc in [
         "while loop: inputs carried..., captured...; regions cond(carried, captured) -> "
         "bool and body(carried, captured) -> carried; outputs the final carried values",
     ),
-    ("if", "if: inputs cond, captured...; regions then/else(captured...) yield the outputs"),
+    (
+        "if",
+        "if: inputs cond, carried..., captured...; regions then/else(carried..., "
+        "captured...) yield (value?, carried...); outputs the same",
+    ),
     ("call", "call the function whose hash is `callee` (type `fn`); outputs its outputs"),
 ]:
     REGISTRY[_name] = OpInfo(_name, None, _declared, None, _doc)

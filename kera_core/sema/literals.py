@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import struct
 from fractions import Fraction
 
@@ -111,3 +112,22 @@ def wrap(v: int, p: Prim) -> int:
     if p.is_signed and v >> (p.bits - 1):
         v -= 1 << p.bits
     return v
+
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+_ESCAPE_RE = re.compile(r"\\(u\{([0-9A-Fa-f]{1,6})\}|.)", re.S)
+
+
+def unescape(body: str) -> str:
+    """The characters a string literal's body denotes (language.md §2.8); the lexer has
+    already rejected unknown escapes, so anything else is kept as written."""
+
+    def sub(m: re.Match) -> str:
+        if m.group(2) is not None:
+            try:
+                return chr(int(m.group(2), 16))
+            except (ValueError, OverflowError):
+                return m.group(0)
+        return _ESCAPES.get(m.group(1), m.group(0))
+
+    return _ESCAPE_RE.sub(sub, body)

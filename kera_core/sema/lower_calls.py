@@ -18,6 +18,7 @@ from kera_core.ir.types import (
     strip_ref,
     substitute,
 )
+from kera_core.sema import literals
 from kera_core.sema.env import FnSig, Use, did_you_mean
 from kera_core.sema.frames import ERR_VAL, Val
 from kera_core.source import Span
@@ -331,7 +332,7 @@ class Calls:
                 return ERR_VAL
             arg = args[0]
             if isinstance(arg, ast.Literal) and arg.token.kind == ast.K.STRING:
-                text = arg.token.text[1:-1]
+                text = literals.unescape(arg.token.text[1:-1])
                 node = self._effect_node("print", [], e.span, {"text": text})
             else:
                 v = self.expr(arg, None)
