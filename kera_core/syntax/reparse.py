@@ -161,6 +161,9 @@ def _reparse_block(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) 
     span = node.span
     if any(d.span.start == span.start for d in old.diagnostics if not d.code.startswith("K00")):
         return None  # a diagnostic reported at the `{` belongs to the enclosing construct
+    old_kinds = [t.kind for t in node.tokens()]
+    if not _is_balanced(old_kinds):
+        return None  # the old block was never closed: what follows it depends on that
     delta = len(encode(edit.new_text)) - len(edit.span)
     block_text = _byte_slice(new_text, span.start, span.end + delta)
     lexed = lex(block_text, base=span.start)
