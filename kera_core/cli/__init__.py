@@ -23,9 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_modules() -> list:
-    from kera_core.cli import demo, graph, keg, lsp, run
+    from kera_core.cli import demo, graph, keg, lsp, opt, run
 
-    return [front, graph, keg, run, lsp, demo]
+    return [front, graph, keg, opt, run, lsp, demo]
 
 
 def main(argv: list[str] | None = None) -> int:

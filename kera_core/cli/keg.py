@@ -13,6 +13,7 @@ from kera_core import targets
 from kera_core.analysis import analyze
 from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import UsageError, read_input
+from kera_core.cli.opt import add_build_flags, optimize_for_build
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
 from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg
@@ -29,6 +30,7 @@ def register(sub) -> None:
         action="store_true",
         help="leave out spans and names (smaller; the fingerprint is the same)",
     )
+    add_build_flags(b)
     b.set_defaults(func=cmd_build)
 
 
@@ -98,7 +100,10 @@ def cmd_build(args) -> int:
     loaded = load_module_or_keg(args.file)
     if loaded is None:
         return 1
-    graph, prov = loaded
+    built = optimize_for_build(*loaded, args, args.file)
+    if built is None:
+        return 1
+    graph, prov = built
     reasons = target.unsupported(graph)
     if reasons:
         for r in reasons:

@@ -46,16 +46,19 @@ def verify(g: Graph) -> list[Violation]:
     for h, r in g.regions.items():
         if Region(r.params, r.yields).hash != h:
             out.append(Violation("hash", None, f"region {h.hex()[:10]} does not rehash to its key"))
+    seen: set[bytes] = set()  # regions shared between functions are checked once
+    fn_hashes = {f.hash for f in g.functions.values()}
     for f in g.functions.values():
         if f.region not in g.regions:
             out.append(Violation("dangling", None, f"function `{f.name}` has no region"))
             continue
-        seen: set[bytes] = set()
-        _region(g, f.region, out, seen)
+        _region(g, f.region, out, seen, fn_hashes)
     return out
 
 
-def _region(g: Graph, rh: bytes, out: list[Violation], seen: set[bytes]) -> None:
+def _region(
+    g: Graph, rh: bytes, out: list[Violation], seen: set[bytes], fn_hashes: set[bytes]
+) -> None:
     if rh in seen:
         return
     seen.add(rh)
@@ -70,12 +73,12 @@ def _region(g: Graph, rh: bytes, out: list[Violation], seen: set[bytes]) -> None
         if st != 2 or h not in g.nodes:
             continue
         n = g.nodes[h]
-        _check_node(g, n, r, out)
+        _check_node(g, n, r, out, fn_hashes)
         for sub in n.regions:
             if sub not in g.regions:
                 out.append(Violation("dangling", h, f"region {sub.hex()[:10]} is missing"))
             else:
-                _region(g, sub, out, seen)
+                _region(g, sub, out, seen, fn_hashes)
 
 
 def _walk(g: Graph, start: bytes, r: Region, state: dict[bytes, int], out: list[Violation]) -> bool:
@@ -106,7 +109,7 @@ def _walk(g: Graph, start: bytes, r: Region, state: dict[bytes, int], out: list[
     return True
 
 
-def _check_node(g: Graph, n: Node, r: Region, out: list[Violation]) -> None:
+def _check_node(g: Graph, n: Node, r: Region, out: list[Violation], fn_hashes: set[bytes]) -> None:
     in_types = []
     for v in n.inputs:
         src = g.nodes[v.node]
@@ -144,10 +147,8 @@ def _check_node(g: Graph, n: Node, r: Region, out: list[Violation]) -> None:
         return
     if n.op in ("if", "for", "while"):
         _check_control(g, n, in_types, out)
-    elif n.op == "call":
-        callee = [f for f in g.functions.values() if f.hash == n.attr("callee")]
-        if not callee:
-            out.append(Violation("dangling", n.hash, "call of a function that is not in the graph"))
+    elif n.op == "call" and n.attr("callee") not in fn_hashes:
+        out.append(Violation("dangling", n.hash, "call of a function that is not in the graph"))
 
 
 def _check_control(g: Graph, n: Node, in_types: list[Type], out: list[Violation]) -> None:

@@ -182,23 +182,33 @@ def _reparse_block(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) 
     return Parse(new_text, new_root, diags)
 
 
+_OPEN = {K.L_BRACE: K.R_BRACE, K.L_PAREN: K.R_PAREN, K.L_BRACK: K.R_BRACK}
+_CLOSE = frozenset(_OPEN.values())
+
+
 def _is_balanced(kinds: list[SyntaxKind]) -> bool:
+    """`{ … }` whose brackets of every kind nest properly, closing only at the end.
+
+    Any mismatched `(` or `[` inside could let error recovery run past the block's `}`
+    in the full file, so such blocks are not reparsed alone.
+    """
     sig = [k for k in kinds if not k.is_trivia]
     if len(sig) < 2 or sig[0] != K.L_BRACE or sig[-1] != K.R_BRACE:
         return False
     if kinds[0] != K.L_BRACE or kinds[-1] != K.R_BRACE:
         return False
-    depth = 0
+    stack: list[SyntaxKind] = []
     for i, k in enumerate(sig):
-        if k == K.L_BRACE:
-            depth += 1
-        elif k == K.R_BRACE:
-            depth -= 1
-            if depth == 0 and i != len(sig) - 1:
+        if k in _OPEN:
+            stack.append(_OPEN[k])
+        elif k in _CLOSE:
+            if not stack or stack.pop() != k:
                 return False
-        if k == K.ERROR_TOKEN:
+            if not stack and i != len(sig) - 1:
+                return False
+        elif k == K.ERROR_TOKEN:
             return False  # an unterminated comment or string may swallow the rest
-    return depth == 0
+    return not stack
 
 
 def _max_nesting(kinds: list[SyntaxKind]) -> int:
