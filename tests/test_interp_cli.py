@@ -90,7 +90,7 @@ def test_struct_inputs_and_outputs(capsys, tmp_path):
     "argv, message",
     [
         (["--entry", "nope"], "exported functions: saxpy, saxpy_fused, saxpy_pure"),
-        (["--entry", "saxpy", "--target", "wasm"], "unknown target `wasm`"),
+        (["--entry", "saxpy", "--target", "nosuch"], "unknown target `nosuch`"),
         (["--entry", "saxpy", "--dims", "N"], "expected NAME=SIZE"),
         (["--entry", "saxpy", "--dims", "N=-3"], "expected NAME=SIZE"),
         (["--entry", "saxpy", "--dims", "M=3"], "has no dimension `M`"),

@@ -27,6 +27,16 @@ def register(sub) -> None:
 
 
 def cmd_fingerprint(args) -> int:
+    if args.file.endswith(".wasm"):
+        from kera_core.backends.wasm import read_fingerprint
+        from kera_core.cli.inputs import read_input
+
+        fp = read_fingerprint(read_input(args.file).raw)
+        if fp is None:
+            print(f"{args.file}: no kera.fingerprint section", file=sys.stderr)
+            return 1
+        print(f"sha3-256:{fp.hex()}")
+        return 0
     loaded = load_module_or_keg(args.file)
     if loaded is None:
         return 1

@@ -24,6 +24,9 @@ def register(sub) -> None:
     b.add_argument("file", help="a .kera file (or a .keg file to re-encode), or - for stdin")
     names = ", ".join(t.name for t in targets.available())
     b.add_argument("--target", default="keg", help=f"what to build: {names}")
+    b.add_argument(
+        "--entry", metavar="NAME", help="the function to compile (targets that take one: wasm)"
+    )
     b.add_argument("-o", "--output", metavar="OUT", help="output path (- for stdout)")
     b.add_argument(
         "--no-provenance",
@@ -104,12 +107,12 @@ def cmd_build(args) -> int:
     if built is None:
         return 1
     graph, prov = built
-    reasons = target.unsupported(graph)
+    reasons = target.unsupported(graph, args.entry)
     if reasons:
         for r in reasons:
             print(f"{args.file}: target {target.name}: {r}", file=sys.stderr)
         return 1
-    data = target.lower(graph, None if args.no_provenance else prov).data
+    data = target.lower(graph, None if args.no_provenance else prov, args.entry).data
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -28,7 +28,7 @@ from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.source import LineIndex
 
-TARGETS = ("interp",)
+TARGETS = ("interp", "wasm", "all")
 
 
 def register(sub) -> None:
@@ -59,7 +59,33 @@ def select_target(name: str):
     """The runner for ``--target``; the one place that knows which targets exist."""
     if name == "interp":
         return run_function
+    if name == "wasm":
+        from kera_core.targets.wasm import run_module
+
+        return run_module
+    if name == "all":
+        return run_all
     raise UsageError(f"unknown target `{name}` (targets: {', '.join(TARGETS)})")
+
+
+def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None):
+    """`--target all`: the interpreter, then every target that can run ``name`` here;
+    one `target NAME sha3-256:…` line each on stderr; R0010 if any digest differs."""
+    from kera_core.targets.wasm import run_module
+
+    ref = run_function(module, name, inputs, dims, stdout=stdout, max_steps=max_steps)
+    print(f"target interp sha3-256:{ref.digest()}", file=sys.stderr)
+    runners = {"wasm": run_module}
+    for tname, runner in runners.items():
+        try:
+            r = runner(module, name, inputs, dims)
+        except InputError as e:  # the target cannot compile this function
+            print(f"target {tname} skipped: {e.message}", file=sys.stderr)
+            continue
+        print(f"target {tname} sha3-256:{r.digest()}", file=sys.stderr)
+        if r.digest() != ref.digest():
+            raise InterpError("R0010", f"target `{tname}` disagrees with the interpreter")
+    return ref
 
 
 def parse_dims(text: str) -> dict[str, int]:
@@ -152,15 +178,15 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     return dims, defaulted
 
 
-def run_seeded(module, name: str, seed: int, adversarial: bool = False):
+def run_seeded(module, name: str, seed: int, adversarial: bool = False, target="interp"):
     """Run ``name`` on the documented generated inputs (default dimensions): what
-    `kera run FILE --entry NAME --seed S` computes, for `kera demo` and the tests."""
+    `kera run FILE --entry NAME --seed S --target T` computes, for `kera demo` and tests."""
     sig = entry_signature(module, name)
     dims, _ = _resolve_dims(sig, {}, {})
     gen = InputGenerator(seed, adversarial)
     inputs = {pname: gen.value(t, dims) for pname, t in sig.value_params}
     named = {sig.dim_names[i]: n for i, n in dims.items()}
-    return run_function(module, name, inputs, named, stdout=None)
+    return select_target(target)(module, name, inputs, named, stdout=None)
 
 
 def _location(module, text: str | None, path: str, node: bytes | None) -> str:

@@ -63,6 +63,6 @@ def available() -> list[Target]:
 
 
 def _load() -> None:
-    if REGISTRY:
+    if {"keg", "wasm"} <= REGISTRY.keys():
         return
-    from kera_core.targets import keg  # noqa: F401  (registers itself)
+    from kera_core.targets import keg, wasm  # noqa: F401  (register themselves)

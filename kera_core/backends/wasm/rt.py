@@ -1,0 +1,493 @@
+"""Scalar operations, conversions, reductions and the allocator, as WebAssembly text.
+
+Expressions are folded S-expressions over their operands (which are themselves
+expressions without side effects that may be evaluated once). Anything that needs an
+operand twice becomes a small helper function, emitted once per module on demand.
+"""
+
+from __future__ import annotations
+
+from kera_core.ir.types import Prim
+
+HEAP_BASE = 1024
+
+ALLOC = """\
+  (func $kera_fail (param $code i32)
+    (global.set $err (local.get $code))
+    unreachable)
+  (func $kera_alloc (export "kera_alloc") (param $n i64) (result i32)
+    (local $p i32) (local $end i64) (local $have i64)
+    (local.set $p (i32.and (i32.add (global.get $hp) (i32.const 15)) (i32.const -16)))
+    (local.set $end (i64.add (i64.extend_i32_u (local.get $p)) (local.get $n)))
+    (if (i64.gt_u (local.get $end) (i64.const 4294901760)) (then (call $kera_fail (i32.const 9))))
+    (local.set $have (i64.shl (i64.extend_i32_u (memory.size)) (i64.const 16)))
+    (if (i64.gt_u (local.get $end) (local.get $have))
+      (then
+        (if (i32.eq (memory.grow (i32.wrap_i64 (i64.shr_u
+              (i64.add (i64.sub (local.get $end) (local.get $have)) (i64.const 65535))
+              (i64.const 16)))) (i32.const -1))
+          (then (call $kera_fail (i32.const 9))))))
+    (global.set $hp (i32.wrap_i64 (local.get $end)))
+    (local.get $p))"""
+
+
+def _w(p: Prim) -> str:
+    """The WebAssembly value type of a scalar."""
+    if p.is_float:
+        return p.name
+    return "i64" if p.bits == 64 else "i32"
+
+
+def _norm(p: Prim, e: str) -> str:
+    from kera_core.backends.wasm.emit import norm
+
+    return norm(p, e)
+
+
+def _helper(mod, name: str, text: str) -> str:
+    if name not in mod.helpers:
+        mod.helpers[name] = text
+    return name
+
+
+def canon(p: Prim, e: str, local: str) -> str:
+    nan = "(f32.reinterpret_i32 (i32.const 2143289344))"
+    if p.name == "f64":
+        nan = "(f64.reinterpret_i64 (i64.const 9221120237041090560))"
+    return f"(select {nan} {e} ({p.name}.ne (local.get {local}) (local.get {local})))"
+
+
+def canon_tensor(mod, p: Prim) -> str:
+    name = f"$canon_{p.name}"
+    w = p.name
+    sz = p.bits // 8
+    text = f"""\
+  (func {name} (param $a i32) (param $n i32) (local $i i32) (local $x {w})
+    (block $b (loop $l
+      (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $x ({w}.load (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz})))))
+      ({w}.store (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz})))
+        {canon(p, "(local.get $x)", "$x")})
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l))))"""
+    return _helper(mod, name, text)
+
+
+_FLOAT_BIN = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "div": "div",
+    "minimum": "min",
+    "maximum": "max",
+}
+_INT_WRAP = {"add": "add", "sub": "sub", "mul": "mul", "and": "and", "or": "or", "xor": "xor"}
+_CMP = {"eq": "eq", "ne": "ne"}
+_ORD = {"lt", "le", "gt", "ge"}
+
+
+def scalar(mod, op: str, p: Prim, *a: str) -> str:
+    """One elementwise operation on scalars of element type ``p``."""
+    w = _w(p)
+    if p.is_float:
+        if op in _FLOAT_BIN:
+            return f"({w}.{_FLOAT_BIN[op]} {a[0]} {a[1]})"
+        if op in _CMP:
+            return f"({w}.{_CMP[op]} {a[0]} {a[1]})"
+        if op in _ORD:
+            return f"({w}.{op} {a[0]} {a[1]})"
+        if op in ("neg", "abs", "sqrt"):
+            return f"({w}.{op} {a[0]})"
+        if op in ("exp", "log", "tanh", "sigmoid"):
+            return math(mod, op, p, a[0])
+        raise NotImplementedError(op)
+    sg = "s" if p.is_signed else "u"
+    if op in _INT_WRAP or op in ("land", "lor"):
+        o = {"land": "and", "lor": "or"}.get(op, _INT_WRAP.get(op))
+        return _norm(p, f"({w}.{o} {a[0]} {a[1]})")
+    if op in _CMP:
+        return f"({w}.{_CMP[op]} {a[0]} {a[1]})"
+    if op in _ORD:
+        return f"({w}.{op}_{sg} {a[0]} {a[1]})"
+    if op == "neg":
+        return _norm(p, f"({w}.sub ({w}.const 0) {a[0]})")
+    if op == "not":
+        if p.name == "bool":
+            return f"(i32.xor {a[0]} (i32.const 1))"
+        return _norm(p, f"({w}.xor {a[0]} ({w}.const -1))")
+    if op in ("shl", "shr"):
+        cnt = f"({w}.and {a[1]} ({w}.const {p.bits - 1}))"
+        if op == "shl":
+            return _norm(p, f"({w}.shl {a[0]} {cnt})")
+        return f"({w}.shr_{sg} {a[0]} {cnt})"
+    if op == "abs":
+        name = f"$abs_{w}"
+        text = f"""\
+  (func {name} (param $a {w}) (result {w})
+    (select ({w}.sub ({w}.const 0) (local.get $a)) (local.get $a)
+      ({w}.lt_s (local.get $a) ({w}.const 0))))"""
+        if not p.is_signed:
+            return a[0]
+        return _norm(p, f"(call {_helper(mod, name, text)} {a[0]})")
+    if op in ("div", "rem"):
+        name = f"${op}_{w}_{sg}"
+        if sg == "u":
+            body = f"({w}.{op}_u (local.get $a) (local.get $b))"
+        elif op == "div":  # MIN / -1 wraps to MIN (= 0 - MIN)
+            body = (
+                f"(if (result {w}) ({w}.eq (local.get $b) ({w}.const -1)) "
+                f"(then ({w}.sub ({w}.const 0) (local.get $a))) "
+                f"(else ({w}.div_s (local.get $a) (local.get $b))))"
+            )
+        else:  # MIN % -1 is 0
+            body = (
+                f"(if (result {w}) ({w}.eq (local.get $b) ({w}.const -1)) "
+                f"(then ({w}.const 0)) (else ({w}.rem_s (local.get $a) (local.get $b))))"
+            )
+        text = f"""\
+  (func {name} (param $a {w}) (param $b {w}) (result {w})
+    (if ({w}.eqz (local.get $b)) (then (call $kera_fail (i32.const 2))))
+    {body})"""
+        return _norm(p, f"(call {_helper(mod, name, text)} {a[0]} {a[1]})")
+    raise NotImplementedError(op)
+
+
+def cast(mod, src: Prim, to: Prim, a: str) -> str:
+    """``a as to`` (docs/semantics.md §5)."""
+    ws, wt = _w(src), _w(to)
+    if to.is_float:
+        if src.is_float:
+            if src == to:
+                return a
+            return f"({wt}.{'promote' if wt == 'f64' else 'demote'}_{ws} {a})"
+        sg = "s" if src.is_signed else "u"
+        # WebAssembly's convert rounds to nearest even, from the full 64-bit value
+        return f"({wt}.convert_{ws}_{sg} {a})"
+    if src.is_float:
+        sg = "s" if to.is_signed else "u"
+        if to.bits >= 32:
+            return f"({wt}.trunc_sat_{ws}_{sg} {a})"
+        name = f"$f2{to.name}_{ws}"
+        lo, hi = (
+            (-(1 << (to.bits - 1)), (1 << (to.bits - 1)) - 1)
+            if to.is_signed
+            else (0, (1 << to.bits) - 1)
+        )
+        cmp = "s" if to.is_signed else "u"
+        text = f"""\
+  (func {name} (param $x {ws}) (result i32) (local $v i32)
+    (local.set $v (i32.trunc_sat_{ws}_{sg} (local.get $x)))
+    (if (i32.lt_{cmp} (local.get $v) (i32.const {lo})) (then (local.set $v (i32.const {lo}))))
+    (if (i32.gt_{cmp} (local.get $v) (i32.const {hi})) (then (local.set $v (i32.const {hi}))))
+    (local.get $v))"""
+        return f"(call {_helper(mod, name, text)} {a})"
+    # integer or bool -> integer: keep the low bits
+    if ws == wt:
+        return _norm(to, a)
+    if wt == "i64":
+        return f"(i64.extend_i32_{'s' if src.is_signed else 'u'} {a})"
+    return _norm(to, f"(i32.wrap_i64 {a})")
+
+
+def reduction(mod, op: str, p: Prim) -> str:
+    """A helper ``(param ptr i32) (param n i32) (result …)`` for sum/max/min over ``p``."""
+    w = _w(p)
+    sz = 1 if p.name == "bool" else p.bits // 8
+    from kera_core.backends.wasm.emit import load
+
+    elem = load(p, f"(i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz})))")
+    name = f"${op}_{p.name}"
+    if op == "sum" and not p.is_float:
+        text = f"""\
+  (func {name} (param $a i32) (param $n i32) (result {w}) (local $i i32) (local $s {w})
+    (block $b (loop $l
+      (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $s ({w}.add (local.get $s) {elem}))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l)))
+    {_norm(p, "(local.get $s)")})"""
+        return _helper(mod, name, text)
+    if op in ("max", "min"):
+        if p.is_float:
+            comb = f"({w}.{op} (local.get $s) (local.get $x))"
+        else:
+            sg = "s" if p.is_signed else "u"
+            c = "gt" if op == "max" else "lt"
+            comb = f"(select (local.get $x) (local.get $s) ({w}.{c}_{sg} (local.get $x) (local.get $s)))"
+        text = f"""\
+  (func {name} (param $a i32) (param $n i32) (result {w}) (local $i i32) (local $s {w}) (local $x {w})
+    (if (i32.eqz (local.get $n)) (then (call $kera_fail (i32.const 4))))
+    (local.set $s {load(p, "(local.get $a)")})
+    (local.set $i (i32.const 1))
+    (block $b (loop $l
+      (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $x {elem})
+      (local.set $s {comb})
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l)))
+    (local.get $s))"""
+        return _helper(mod, name, text)
+    assert op == "sum"
+    return _float_sum(mod, p)
+
+
+def _float_sum(mod, p: Prim) -> str:
+    """The canonical sum of docs/semantics.md §7.1: tiles of 1024, 16 lanes, fixed trees.
+
+    Lane totals live at address 0 (16 slots); tile totals go to a scratch buffer and are
+    combined by the left-complete tree (``$tree_…``, recursive).
+    """
+    w = p.name
+    sz = p.bits // 8
+    tree = f"$tree_{w}"
+    _helper(
+        mod,
+        tree,
+        f"""\
+  (func {tree} (param $t i32) (param $lo i32) (param $hi i32) (result {w}) (local $mid i32)
+    (if (result {w}) (i32.eq (i32.sub (local.get $hi) (local.get $lo)) (i32.const 1))
+      (then ({w}.load (i32.add (local.get $t) (i32.mul (local.get $lo) (i32.const {sz})))))
+      (else
+        (local.set $mid (i32.add (local.get $lo) (i32.shl (i32.const 1)
+          (i32.sub (i32.const 31) (i32.clz (i32.sub (i32.sub (local.get $hi) (local.get $lo)) (i32.const 1)))))))
+        ({w}.add (call {tree} (local.get $t) (local.get $lo) (local.get $mid))
+                 (call {tree} (local.get $t) (local.get $mid) (local.get $hi))))))""",
+    )
+    lane = f"(i32.mul (local.get $j) (i32.const {sz}))"
+    lanes = f"(i32.mul (i32.and (local.get $i) (i32.const 15)) (i32.const {sz}))"
+    # the fixed lane tree: width 8, 4, 2, 1
+    tree_steps = []
+    for width in (8, 4, 2, 1):
+        for j in range(width):
+            tree_steps.append(
+                f"    ({w}.store (i32.const {j * sz}) ({w}.add ({w}.load (i32.const {j * sz})) "
+                f"({w}.load (i32.const {(j + width) * sz}))))"
+            )
+    tree_code = "\n".join(tree_steps)
+    name = f"$sum_{w}"
+    text = f"""\
+  (func {name} (param $a i32) (param $n i32) (result {w})
+    (local $m i32) (local $t i32) (local $k i32) (local $i i32) (local $end i32) (local $j i32)
+    (if (i32.eqz (local.get $n)) (then (return ({w}.const 0))))
+    (local.set $m (i32.shr_u (i32.add (local.get $n) (i32.const 1023)) (i32.const 10)))
+    (local.set $t (call $kera_alloc (i64.extend_i32_u (i32.mul (local.get $m) (i32.const {sz})))))
+    (local.set $k (i32.const 0))
+    (block $tb (loop $tl
+      (br_if $tb (i32.ge_u (local.get $k) (local.get $m)))
+      (local.set $j (i32.const 0))
+      (block $zb (loop $zl
+        (br_if $zb (i32.ge_u (local.get $j) (i32.const 16)))
+        ({w}.store {lane} ({w}.const 0))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $zl)))
+      (local.set $i (i32.shl (local.get $k) (i32.const 10)))
+      (local.set $end (i32.add (local.get $i) (i32.const 1024)))
+      (if (i32.gt_u (local.get $end) (local.get $n)) (then (local.set $end (local.get $n))))
+      (block $eb (loop $el
+        (br_if $eb (i32.ge_u (local.get $i) (local.get $end)))
+        ({w}.store {lanes} ({w}.add ({w}.load {lanes})
+          ({w}.load (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz}))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $el)))
+{tree_code}
+      ({w}.store (i32.add (local.get $t) (i32.mul (local.get $k) (i32.const {sz}))) ({w}.load (i32.const 0)))
+      (local.set $k (i32.add (local.get $k) (i32.const 1)))
+      (br $tl)))
+    (call {tree} (local.get $t) (i32.const 0) (local.get $m)))"""
+    return _helper(mod, name, text)
+
+
+# --- elementary functions: the step lists of docs/semantics.md §6 ----------------------
+
+
+def _k(p: Prim, bits: int) -> str:
+    from kera_core.backends.wasm.emit import const
+
+    return const(p, bits)
+
+
+def _g(name: str) -> str:
+    return f"(local.get ${name})"
+
+
+def _horner(p: Prim, w: str, t: str, coeffs, dst: str) -> list[str]:
+    """u = c[-1]; u = c[j] + t*u for j descending (mul then add)."""
+    lines = [f"(local.set ${dst} {_k(p, coeffs[-1])})"]
+    for b in reversed(coeffs[:-1]):
+        lines.append(f"(local.set ${dst} ({w}.add {_k(p, b)} ({w}.mul {t} {_g(dst)})))")
+    return lines
+
+
+def _horner_high_first(p: Prim, w: str, t: str, coeffs, dst: str) -> list[str]:
+    """u = c[0]; u = u*t + c[j] for j ascending (Cephes' polevl order)."""
+    lines = [f"(local.set ${dst} {_k(p, coeffs[0])})"]
+    for b in coeffs[1:]:
+        lines.append(f"(local.set ${dst} ({w}.add ({w}.mul {_g(dst)} {t}) {_k(p, b)}))")
+    return lines
+
+
+def _consts(p: Prim):
+    from kera_core.interp.mathfns import CONSTS
+
+    return CONSTS[p.name]
+
+
+def _func(name: str, w: str, locals_: list[str], body: list[str], result: str) -> str:
+    decl = " ".join(f"(local ${n} {t})" for n, t in (x.split(":") for x in locals_))
+    inner = "\n".join("    " + b for b in body)
+    return f"  (func {name} (param $x {w}) (result {w}) {decl}\n{inner}\n    {result})"
+
+
+def _scaleb(p: Prim, y: str, k: str) -> str:
+    """y * 2**k rounded once (§6.1), k an i32 (f32) or i64 (f64) local expression."""
+    w = p.name
+    iw = "i32" if w == "f32" else "i64"
+    mant, bias = (23, 127) if w == "f32" else (52, 1023)
+    emin, emax = 1 - bias, bias
+
+    def pow2(j: str) -> str:
+        return f"({w}.reinterpret_{iw} ({iw}.shl ({iw}.add {j} ({iw}.const {bias})) ({iw}.const {mant})))"
+
+    mid = f"({w}.mul {y} {pow2(k)})"
+    low = (
+        f"({w}.mul ({w}.mul {y} {pow2(f'({iw}.add {k} ({iw}.const 64))')}) "
+        f"{pow2(f'({iw}.const -64)')})"
+    )
+    high = f"({w}.mul ({w}.mul {y} ({w}.const 2)) {pow2(f'({iw}.sub {k} ({iw}.const 1))')})"
+    return (
+        f"(if (result {w}) ({iw}.lt_s {k} ({iw}.const {emin})) (then {low}) (else "
+        f"(if (result {w}) ({iw}.gt_s {k} ({iw}.const {emax})) (then {high}) (else {mid}))))"
+    )
+
+
+def math(mod, op: str, p: Prim, a: str) -> str:
+    """A call of Kera's `exp`/`log`/`tanh`/`sigmoid` helper on ``a``."""
+    name = f"${op}_{p.name}"
+    if name not in mod.helpers:
+        if op in ("tanh", "sigmoid"):
+            math(mod, "exp", p, "(local.get $x)")  # emitted first: they call it
+        mod.helpers[name] = {"exp": _exp, "log": _log, "tanh": _tanh, "sigmoid": _sigmoid}[op](
+            p, name
+        )
+    return f"(call {name} {a})"
+
+
+def _exp(p: Prim, name: str) -> str:
+    w = p.name
+    iw = "i32" if w == "f32" else "i64"
+    c = _consts(p)
+    x = _g("x")
+    body = [
+        f"(local.set $sp (i32.or (i32.or ({w}.gt {x} {_k(p, c.exp_over)}) "
+        f"({w}.lt {x} {_k(p, c.exp_under)})) ({w}.ne {x} {x})))",
+        f"(local.set $xs (select ({w}.const 0) {x} (local.get $sp)))",
+        f"(local.set $kf ({w}.nearest ({w}.mul {_g('xs')} {_k(p, c.inv_ln2)})))",
+        f"(local.set $hi ({w}.sub {_g('xs')} ({w}.mul {_g('kf')} {_k(p, c.ln2_hi)})))",
+        f"(local.set $lo ({w}.mul {_g('kf')} {_k(p, c.ln2_lo)}))",
+        f"(local.set $r ({w}.sub {_g('hi')} {_g('lo')}))",
+        f"(local.set $t ({w}.mul {_g('r')} {_g('r')}))",
+        *_horner(p, w, _g("t"), c.exp_p, "u"),
+        f"(local.set $c ({w}.sub {_g('r')} ({w}.mul {_g('t')} {_g('u')})))",
+        f"(local.set $y ({w}.sub ({w}.const 1) ({w}.sub ({w}.sub {_g('lo')} ({w}.div "
+        f"({w}.mul {_g('r')} {_g('c')}) ({w}.sub ({w}.const 2) {_g('c')}))) {_g('hi')})))",
+        f"(local.set $k ({iw}.trunc_sat_{w}_s {_g('kf')}))",
+        f"(local.set $y {_scaleb(p, _g('y'), _g('k'))})",
+        f"(local.set $y (select ({w}.const inf) {_g('y')} ({w}.gt {x} {_k(p, c.exp_over)})))",
+        f"(local.set $y (select ({w}.const 0) {_g('y')} ({w}.lt {x} {_k(p, c.exp_under)})))",
+        f"(local.set $y (select {x} {_g('y')} ({w}.ne {x} {x})))",
+    ]
+    locs = ["sp:i32", f"k:{iw}"] + [
+        f"{n}:{w}" for n in ("xs", "kf", "hi", "lo", "r", "t", "u", "c", "y")
+    ]
+    return _func(name, w, locs, body, _g("y"))
+
+
+def _log(p: Prim, name: str) -> str:
+    w = p.name
+    iw = "i32" if w == "f32" else "i64"
+    mant, bias = (23, 127) if w == "f32" else (52, 1023)
+    c = _consts(p)
+    x = _g("x")
+    body = [
+        f"(local.set $xs (select ({w}.const 1) {x} (i32.or (i32.or ({w}.ne {x} {x}) "
+        f"({w}.le {x} ({w}.const 0))) ({w}.eq {x} ({w}.const inf)))))",
+        f"(local.set $sub ({w}.lt {_g('xs')} {_k(p, 1 << mant)}))",
+        f"(local.set $xs (select ({w}.mul {_g('xs')} {_k(p, (c.sub_scale + bias) << mant)}) "
+        f"{_g('xs')} {_g('sub')}))",
+        f"(local.set $ix ({iw}.reinterpret_{w} {_g('xs')}))",
+        f"(local.set $e ({iw}.sub ({iw}.sub ({iw}.shr_u {_g('ix')} ({iw}.const {mant})) "
+        f"({iw}.const {bias})) (select ({iw}.const {c.sub_scale}) ({iw}.const 0) {_g('sub')})))",
+        f"(local.set $m ({w}.reinterpret_{iw} ({iw}.or ({iw}.and {_g('ix')} "
+        f"({iw}.const {(1 << mant) - 1})) ({iw}.const {bias << mant}))))",
+        f"(local.set $big ({w}.ge {_g('m')} {_k(p, c.sqrt2)}))",
+        f"(local.set $m (select ({w}.mul {_g('m')} ({w}.const 0.5)) {_g('m')} {_g('big')}))",
+        f"(local.set $e ({iw}.add {_g('e')} (select ({iw}.const 1) ({iw}.const 0) {_g('big')})))",
+        f"(local.set $f ({w}.sub {_g('m')} ({w}.const 1)))",
+        f"(local.set $s ({w}.div {_g('f')} ({w}.add ({w}.const 2) {_g('f')})))",
+        f"(local.set $dk ({w}.convert_{iw}_s {_g('e')}))",
+        f"(local.set $z ({w}.mul {_g('s')} {_g('s')}))",
+        f"(local.set $w ({w}.mul {_g('z')} {_g('z')}))",
+        *_horner(p, w, _g("w"), c.log_lg_even, "t1"),
+        f"(local.set $t1 ({w}.mul {_g('w')} {_g('t1')}))",
+        *_horner(p, w, _g("w"), c.log_lg_odd, "t2"),
+        f"(local.set $t2 ({w}.mul {_g('z')} {_g('t2')}))",
+        f"(local.set $rr ({w}.add {_g('t2')} {_g('t1')}))",
+        f"(local.set $h ({w}.mul ({w}.mul ({w}.const 0.5) {_g('f')}) {_g('f')}))",
+        f"(local.set $y ({w}.sub ({w}.mul {_g('dk')} {_k(p, c.ln2_hi)}) ({w}.sub ({w}.sub "
+        f"{_g('h')} ({w}.add ({w}.mul {_g('s')} ({w}.add {_g('h')} {_g('rr')})) "
+        f"({w}.mul {_g('dk')} {_k(p, c.ln2_lo)}))) {_g('f')})))",
+        f"(local.set $y (select ({w}.const -inf) {_g('y')} ({w}.eq {x} ({w}.const 0))))",
+        f"(local.set $y (select ({w}.const inf) {_g('y')} ({w}.eq {x} ({w}.const inf))))",
+        f"(local.set $y (select ({w}.const nan) {_g('y')} (i32.or ({w}.ne {x} {x}) "
+        f"({w}.lt {x} ({w}.const 0)))))",
+    ]
+    locs = ["sub:i32", "big:i32", f"ix:{iw}", f"e:{iw}"] + [
+        f"{n}:{w}" for n in ("xs", "m", "f", "s", "dk", "z", "w", "t1", "t2", "rr", "h", "y")
+    ]
+    return _func(name, w, locs, body, _g("y"))
+
+
+def _tanh(p: Prim, name: str) -> str:
+    w = p.name
+    c = _consts(p)
+    x = _g("x")
+    one64 = 0x3FF0000000000000  # 1.0, the leading coefficient of Q
+    if w == "f32":
+        small = [
+            *_horner_high_first(p, w, _g("s"), c.tanh_p, "n"),
+            f"(local.set $sm ({w}.add ({w}.mul ({w}.mul {_g('n')} {_g('s')}) {x}) {x}))",
+        ]
+    else:
+        small = [
+            *_horner_high_first(p, w, _g("s"), c.tanh_p, "n"),
+            *_horner_high_first(p, w, _g("s"), (one64, *c.tanh_q), "d"),
+            f"(local.set $sm ({w}.add {x} ({w}.mul ({w}.mul {x} {_g('s')}) "
+            f"({w}.div {_g('n')} {_g('d')}))))",
+        ]
+    body = [
+        f"(local.set $a ({w}.abs {x}))",
+        f"(local.set $s ({w}.mul {x} {x}))",
+        *small,
+        f"(local.set $e (call $exp_{w} (select ({w}.add {_g('a')} {_g('a')}) ({w}.const 0) "
+        f"({w}.lt {_g('a')} {_k(p, c.tanh_one)}))))",
+        f"(local.set $l ({w}.sub ({w}.const 1) ({w}.div ({w}.const 2) ({w}.add {_g('e')} ({w}.const 1)))))",
+        f"(local.set $l (select ({w}.neg {_g('l')}) {_g('l')} ({w}.lt {x} ({w}.const 0))))",
+        f"(local.set $y (select {_g('sm')} {_g('l')} ({w}.lt {_g('a')} {_k(p, c.tanh_small)})))",
+        f"(local.set $y (select (select ({w}.const -1) ({w}.const 1) ({w}.lt {x} ({w}.const 0))) "
+        f"{_g('y')} ({w}.ge {_g('a')} {_k(p, c.tanh_one)})))",
+        f"(local.set $y (select {x} {_g('y')} ({w}.eq {x} ({w}.const 0))))",
+        f"(local.set $y (select {x} {_g('y')} ({w}.ne {x} {x})))",
+    ]
+    locs = [f"{n}:{w}" for n in ("a", "s", "n", "d", "sm", "e", "l", "y")]
+    return _func(name, w, locs, body, _g("y"))
+
+
+def _sigmoid(p: Prim, name: str) -> str:
+    w = p.name
+    x = _g("x")
+    body = [
+        f"(local.set $e (call $exp_{w} ({w}.neg ({w}.abs {x}))))",
+        f"(local.set $d ({w}.add ({w}.const 1) {_g('e')}))",
+        f"(local.set $y ({w}.div (select ({w}.const 1) {_g('e')} ({w}.ge {x} ({w}.const 0))) {_g('d')}))",
+    ]
+    return _func(name, w, ["e:" + w, "d:" + w, "y:" + w], body, _g("y"))

@@ -1,0 +1,130 @@
+"""What the WebAssembly backend can compile, and why not the rest.
+
+`unsupported` walks a function, every region nested in it and every function it calls,
+and returns one reason per construct the emitter does not handle. A target that cannot
+keep a clause of docs/semantics.md says so here, at compile time — never by running
+and giving a different number.
+"""
+
+from __future__ import annotations
+
+from kera_core.ir.graph import Graph
+from kera_core.ir.node import Function, Node
+from kera_core.ir.types import Prim, RangeType, Struct, Tensor, TokenType, Type, Unit, strip_ref
+
+ELEMENTWISE_BIN = {
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "rem",
+    "minimum",
+    "maximum",
+    "and",
+    "or",
+    "xor",
+    "shl",
+    "shr",
+    "land",
+    "lor",
+}
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+UNARY = {"neg", "not", "abs", "sqrt", "cast", "exp", "log", "tanh", "sigmoid"}
+REDUCE = {"sum", "max", "min", "mean", "dot"}
+CONTROL = {"if", "for", "while", "call", "range"}
+LEAVES = {"const", "param", "dim"}
+TENSOR = {"index", "update", "full", "select", "move_to", "copy_to"}
+SUPPORTED = ELEMENTWISE_BIN | COMPARE | UNARY | REDUCE | CONTROL | LEAVES | TENSOR
+
+WHY = {
+    "fma": "WebAssembly has no fused multiply-add; the exact emulation is not emitted yet",
+    "print": "`print` needs a host import and shortest-round-trip float printing",
+    "struct": "struct values are not laid out in linear memory yet",
+    "field": "struct values are not laid out in linear memory yet",
+    "set_field": "struct values are not laid out in linear memory yet",
+    "array": "array literals are not emitted yet",
+    "argmax": "`argmax` is not emitted yet",
+    "matmul": "`matmul` is not emitted yet",
+    "conv1d": "`conv1d` is not emitted yet",
+    "softmax": "`softmax` is not emitted yet",
+    "layernorm": "`layernorm` is not emitted yet",
+}
+
+
+def _type_ok(t: Type) -> str | None:
+    t = strip_ref(t)
+    if isinstance(t, Struct):
+        return f"struct type `{t}` is not laid out in linear memory yet"
+    if isinstance(t, Prim | Tensor | Unit | TokenType | RangeType):
+        return None
+    return f"type `{t}` is not supported"
+
+
+def _shape(t: Type):
+    t = strip_ref(t)
+    return t.shape if isinstance(t, Tensor) else ()
+
+
+def _node_reason(g: Graph, n: Node) -> str | None:
+    if n.op not in SUPPORTED:
+        return WHY.get(n.op, f"`{n.op}` is not emitted yet")
+    for t in n.types:
+        r = _type_ok(t)
+        if r:
+            return r
+    in_types = [g.type_of(v) for v in n.inputs]
+    for t in in_types:
+        r = _type_ok(t)
+        if r:
+            return r
+    if n.op == "rem" and _elem(in_types[0]).is_float:
+        return "float `%` (C fmod) has no WebAssembly instruction and is not emitted yet"
+    if n.op in ELEMENTWISE_BIN | COMPARE:
+        sa, sb = _shape(in_types[0]), _shape(in_types[1])
+        if sa and sb and sa != sb:
+            return f"broadcasting `{n.op}` over shapes {sa} and {sb} is not emitted yet"
+    return None
+
+
+def _elem(t: Type) -> Prim:
+    t = strip_ref(t)
+    return t.elem if isinstance(t, Tensor) else t  # type: ignore[return-value]
+
+
+def reachable(g: Graph, fn: Function) -> list[Function]:
+    """``fn`` and every function it calls, directly or not (``fn`` first)."""
+    by_hash = {f.hash: f for f in g.functions.values()}
+    out: list[Function] = []
+    seen: set[bytes] = set()
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        if f.hash in seen:
+            continue
+        seen.add(f.hash)
+        out.append(f)
+        for rh in g.all_regions(f.region):
+            for n in g.region_nodes(rh):
+                if n.op == "call":
+                    todo.append(by_hash[n.attr("callee")])
+    return out
+
+
+def unsupported(g: Graph, fn_name: str) -> list[str]:
+    fn = g.functions.get(fn_name)
+    if fn is None:
+        return [f"no function `{fn_name}` in the graph"]
+    reasons: list[str] = []
+    if "io" in fn.type.effects:
+        reasons.append(f"`{fn_name}` has the `io` effect (print needs a host import)")
+    for f in reachable(g, fn):
+        for t in (*f.type.params, f.type.result):
+            r = _type_ok(t)
+            if r:
+                reasons.append(f"`{f.name}`: {r}")
+        for rh in g.all_regions(f.region):
+            for n in g.region_nodes(rh):
+                r = _node_reason(g, n)
+                if r:
+                    reasons.append(f"`{f.name}`: {r}")
+    return sorted(set(reasons))
