@@ -57,18 +57,27 @@ class GreenNode:
         kind: SyntaxKind,
         children: tuple[GreenToken | GreenNode, ...],
         text_len: int | None = None,
+        lazy: bool = False,
     ) -> None:
         self.kind = kind
         self.children = children
         self.text_len = sum(c.text_len for c in children) if text_len is None else text_len
-        # Structural, from the children's stored hashes: O(children), never recursive.
-        self._hash = hash((kind, tuple([c._hash for c in children])))
+        # Structural, from the children's hashes. Parsed nodes compute it at once (O(children),
+        # never recursive); wide path-copied nodes (`replace_child`) defer it, so an edit in a
+        # huge file does not rehash all the root's children.
+        self._hash: int | None = None if lazy else self._compute_hash()
         self._offsets: list[int] | None = None
 
     is_token = False
 
+    def _compute_hash(self) -> int:
+        return hash((self.kind, tuple([hash(c) for c in self.children])))
+
     def __hash__(self) -> int:
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = self._hash = self._compute_hash()
+        return h
 
     def child_offsets(self) -> list[int]:
         """Start of each child relative to this node (cached), for binary search."""
@@ -103,8 +112,8 @@ class GreenNode:
                 continue
             if (
                 a.kind != b.kind
-                or a._hash != b._hash
                 or a.text_len != b.text_len
+                or hash(a) != hash(b)
                 or len(a.children) != len(b.children)
             ):
                 return False
@@ -131,7 +140,9 @@ class GreenNode:
         old = self.children[index]
         children = self.children[:index] + (new,) + self.children[index + 1 :]
         delta = new.text_len - old.text_len
-        node = GreenNode(self.kind, children, self.text_len + delta)
+        # Only wide nodes (a file's item list) defer their hash, so a chain of deferred
+        # hashes is as short as the number of wide nodes on one path — never deep.
+        node = GreenNode(self.kind, children, self.text_len + delta, lazy=len(children) > 64)
         offs = self._offsets
         if offs is not None:  # keep the search index: shift what follows the edit
             node._offsets = offs[: index + 1] + (
