@@ -8,12 +8,16 @@ part, so later stages must cope with partial programs, as editors need.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 from kera_core.source import Span
 from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.tree import SyntaxNode, SyntaxToken
 
 K = SyntaxKind
+
+
+A = TypeVar("A", bound="AstNode")
 
 
 class AstNode:
@@ -49,11 +53,6 @@ class AstNode:
 
     def _token(self, kind: SyntaxKind) -> SyntaxToken | None:
         return self.syntax.token_of_kind(kind)
-
-
-from typing import TypeVar  # noqa: E402
-
-A = TypeVar("A", bound=AstNode)
 
 
 def _name_text(node: SyntaxNode | None) -> str | None:
