@@ -1,24 +1,38 @@
-"""The wasm target against the interpreter and numpy: saxpy (loop and pure), sum, dot.
+"""The wasm target against the interpreter and numpy, and the wasm compile time.
 
-Usage: python bench/wasm_bench.py [--sizes 1000,100000,1000000]
+Usage: python bench/wasm_bench.py [--sizes 1000,10000,100000,1000000,10000000] [--reps 3]
 
-For each kernel and size: the median wall time of wasm (one call of the export, inputs
-already in linear memory is NOT assumed: the time includes writing inputs and reading
-outputs through run_wasm), of the reference interpreter, and of the plain numpy
-expression (which does not follow Kera's reduction order; a speed yardstick only), and
-whether the wasm and interpreter output bytes agree.
+One run prints two tables.
+
+1. Run time. For each kernel and size N (elements per input; matmul: square matrices
+   of about N elements each, side round(sqrt(N))): the median wall time of wasm (one
+   call through `WasmTarget.run`: checking the inputs, a fresh instance, writing the
+   inputs into linear memory, the call, reading the outputs; the compiled module is
+   cached), of the reference interpreter, and of the plain numpy expression (which does
+   not follow Kera's reduction order: a speed yardstick only), the ratios interp/wasm and
+   wasm/numpy, and whether wasm's and the interpreter's output bytes agree. A kernel the
+   target cannot compile prints "unsupported"; the interpreter is not run where its
+   element-at-a-time loops would take too long ("-").
+2. Compile time per 1000 graph nodes, on generated straight-line and loop functions of
+   about 1k and 10k nodes: WAT emission (`lower_wat`), assembly (`wasmtime.wat2wasm`,
+   with the fingerprint section), and wasmtime's native compilation (Cranelift).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
+from functools import partial
 
 import numpy as np
+import wasmtime
 
 from kera_core.analysis import analyze
-from kera_core.interp import run_function
+from kera_core.backends.wasm import assemble, lower_wat
+from kera_core.backends.wasm.runtime import engine
+from kera_core.interp import InterpError, run_function
 from kera_core.targets.wasm import TARGET
 
 SRC = """
@@ -28,65 +42,213 @@ pub fn saxpy[N](a: f32, x: &f32[N], y: &mut f32[N]) {
 pub fn saxpy_pure[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }
 pub fn total[N](x: &f32[N]) -> f32 { sum(x) }
 pub fn inner[N](x: &f32[N], y: &f32[N]) -> f32 { dot(x, y) }
+pub fn softmax_manual[N](x: &f32[N]) -> f32[N] {
+    let e = exp(x - max(x));
+    e / sum(&e)
+}
+pub fn softmax_builtin[N](x: &f32[N]) -> f32[N] { softmax(x) }
+fn mean_loop[N](x: &f32[N]) -> f32 {
+    let mut s: f32 = 0.0;
+    for i in 0..N { s += x[i]; }
+    s / N as f32
+}
+pub fn layernorm_loops[N](x: &f32[N], gamma: &f32[N], beta: &f32[N], eps: f32) -> f32[N] {
+    let mu = mean_loop(x);
+    let var = {
+        let mut acc: f32 = 0.0;
+        for i in 0..N { let d = x[i] - mu; acc += d * d; }
+        acc / N as f32
+    };
+    let inv = 1.0 / sqrt(var + eps);
+    let mut y: f32[N] = zeros();
+    for i in 0..N { y[i] = gamma[i] * ((x[i] - mu) * inv) + beta[i]; }
+    y
+}
+pub fn layernorm_tensor[N](x: &f32[N], gamma: &f32[N], beta: &f32[N], eps: f32) -> f32[N] {
+    let d = x - mean(x);
+    gamma * (d / sqrt(mean(d * d) + eps)) + beta
+}
+pub fn layernorm_builtin[N](x: &f32[N], gamma: &f32[N], beta: &f32[N], eps: f32) -> f32[N] {
+    gamma * layernorm(x, eps) + beta
+}
+pub fn matmul_loops[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] {
+    let mut c: f32[M, N] = zeros();
+    for i in 0..M {
+        for j in 0..N {
+            let mut acc: f32 = 0.0;
+            for k in 0..K { acc += a[i, k] * b[k, j]; }
+            c[i, j] = acc;
+        }
+    }
+    c
+}
+pub fn matmul_builtin[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) }
 """
 
-NUMPY = {
-    "saxpy": lambda a, x, y: a * x + y,
-    "saxpy_pure": lambda a, x, y: a * x + y,
-    "total": lambda a, x, y: np.sum(x),
-    "inner": lambda a, x, y: np.dot(x, y),
+
+def _np_layernorm(i):
+    d = i["x"] - i["x"].mean()
+    return i["gamma"] * (d / np.sqrt((d * d).mean() + i["eps"])) + i["beta"]
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+# name: (inputs kind, numpy yardstick, interpreter loop iterations per element or None)
+KERNELS = {
+    "saxpy": ("axy", lambda i: i["a"] * i["x"] + i["y"], 1),
+    "saxpy_pure": ("axy", lambda i: i["a"] * i["x"] + i["y"], None),
+    "total": ("x", lambda i: np.sum(i["x"]), None),
+    "inner": ("xy", lambda i: np.dot(i["x"], i["y"]), None),
+    "softmax_manual": ("x", lambda i: _np_softmax(i["x"]), None),
+    "softmax_builtin": ("x", lambda i: _np_softmax(i["x"]), None),
+    "layernorm_loops": ("ln", _np_layernorm, 3),
+    "layernorm_tensor": ("ln", _np_layernorm, None),
+    "layernorm_builtin": ("ln", _np_layernorm, None),
+    "matmul_loops": ("mm", lambda i: i["a"] @ i["b"], "cube"),
+    "matmul_builtin": ("mm", lambda i: i["a"] @ i["b"], None),
 }
+INTERP_MAX_ITERS = 200_000  # the interpreter's scalar loops run ~10 µs per iteration
+WASM_MAX_ITERS = 2 * 10**9  # matmul's triple loop beyond this takes minutes
+FUEL = 10**13
+MEMORY = 4 << 30  # all of wasm32's address space (the runner's default is 1 GiB)
 
 
-def _time(fn, reps: int, *args) -> float:
-    ts = []
-    for _ in range(reps):
+def _inputs(kind: str, n: int, rng) -> tuple[dict, int]:
+    """The inputs and the number of scalar-loop iterations per pass (for matmul, side³)."""
+    f = lambda k: rng.standard_normal(k).astype(np.float32)  # noqa: E731
+    if kind == "axy":
+        return {"a": np.float32(1.5), "x": f(n), "y": f(n)}, n
+    if kind == "x":
+        return {"x": f(n)}, n
+    if kind == "xy":
+        return {"x": f(n), "y": f(n)}, n
+    if kind == "ln":
+        return {"x": f(n), "gamma": f(n), "beta": f(n), "eps": np.float32(1e-5)}, n
+    side = max(1, round(math.sqrt(n)))
+    a = f(side * side).reshape(side, side)
+    b = f(side * side).reshape(side, side)
+    return {"a": a, "b": b}, side**3
+
+
+def _time(fn, reps: int) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t0
+    if first > 0.5 or reps <= 1:
+        return first, out
+    ts = [first]
+    for _ in range(reps - 1):
         t0 = time.perf_counter()
-        fn(*args)
+        fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return statistics.median(ts), out
 
 
-def _run_wasm(art, g, name, ins, prov):
-    return TARGET.run(art, g, name, ins, provenance=prov)
+def run_table(sizes: list[int], reps: int) -> None:
+    m = analyze(SRC).module
+    g, prov = m.graph, m.provenance
+    rng = np.random.default_rng(0)
+    print(
+        f"{'kernel':<18} {'N':>9} {'wasm ms':>10} {'interp ms':>10} {'numpy ms':>9} "
+        f"{'interp/wasm':>11} {'wasm/numpy':>10} same"
+    )
+    for name, (kind, npf, loops) in KERNELS.items():
+        why = TARGET.unsupported(g, name)
+        if why:
+            print(f"{name:<18} {'all':>9} unsupported: {why[0]}")
+            continue
+        art = TARGET.lower(g, prov, name)
+        for n in sizes:
+            ins, iters = _inputs(kind, n, rng)
+            label = f"{ins['a'].shape[0]}²" if kind == "mm" else str(n)
+            if kind == "mm" and iters > WASM_MAX_ITERS:
+                print(f"{name:<18} {label:>9} skipped ({iters:.1e} loop iterations)")
+                continue
+            try:
+                run = partial(TARGET.run, art, g, name, ins, provenance=prov)
+                tw, rw = _time(partial(run, fuel=FUEL, memory_limit=MEMORY), reps)
+            except InterpError as e:
+                print(f"{name:<18} {label:>9} wasm failed: {e}")
+                continue
+            tn, _ = _time(lambda: npf(ins), reps)  # noqa: B023
+            run_interp = loops is None or iters * (loops if loops != "cube" else 1) <= (
+                INTERP_MAX_ITERS
+            )
+            if run_interp:
+                ti, ri = _time(lambda: run_function(m, name, ins), reps)  # noqa: B023
+                same = str(ri.digest() == rw.digest())
+                ti_s, ratio = f"{ti * 1e3:>10.2f}", f"{ti / tw:>11.1f}"
+            else:
+                ti_s, ratio, same = f"{'-':>10}", f"{'-':>11}", "-"
+            print(
+                f"{name:<18} {label:>9} {tw * 1e3:>10.2f} {ti_s} {tn * 1e3:>9.3f} "
+                f"{ratio} {tw / tn:>10.1f} {same}"
+            )
+
+
+def _straight(k: int) -> str:
+    lines = ["pub fn big[N](x: &f32[N], a: f32) -> f32 {", "    let v0: f32 = a;"]
+    for i in range(1, k):
+        lines.append(f"    let v{i}: f32 = v{i - 1} * {1 + i * 1e-4:.6f} + x[{i % 7}];")
+    lines.append(f"    v{k - 1}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _loops(k: int) -> str:
+    lines = ["pub fn big[N](x: &f32[N], a: f32) -> f32 {", "    let mut acc: f32 = a;"]
+    for i in range(k):
+        lines.append(
+            f"    for i in 0..N {{ acc = acc * {1 + i * 1e-4:.6f} + x[i] * {0.5 + i * 1e-4:.6f}; }}"
+        )
+    lines.append("    acc")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _nodes(g, fn) -> int:
+    return sum(len(g.region_nodes(r)) for r in g.all_regions(g.functions[fn].region))
+
+
+def compile_table() -> None:
+    print()
+    print(
+        f"{'generated fn':<16} {'nodes':>7} {'emit ms/1k':>11} {'assemble ms/1k':>15} "
+        f"{'cranelift ms/1k':>16} {'total ms/1k':>12} {'wasm KiB':>9}"
+    )
+    for label, gen, k in [
+        ("straight-line", _straight, 330),
+        ("straight-line", _straight, 3300),
+        ("loops", _loops, 120),
+        ("loops", _loops, 1200),
+    ]:
+        m = analyze(gen(k)).module
+        g = m.graph
+        nodes = _nodes(g, "big")
+        t0 = time.perf_counter()
+        wat = lower_wat(g, "big")
+        t1 = time.perf_counter()
+        data = assemble(wat, g.fingerprint())
+        t2 = time.perf_counter()
+        wasmtime.Module(engine(), data)
+        t3 = time.perf_counter()
+        per = 1e3 * 1000 / nodes
+        print(
+            f"{label:<16} {nodes:>7} {(t1 - t0) * per:>11.2f} {(t2 - t1) * per:>15.2f} "
+            f"{(t3 - t2) * per:>16.2f} {(t3 - t0) * per:>12.2f} {len(data) / 1024:>9.1f}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--sizes", default="1000,10000,100000,1000000,10000000")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    m = analyze(SRC).module
-    g = m.graph
-    rng = np.random.default_rng(0)
-    print(
-        f"{'kernel':<11} {'N':>8} {'wasm ms':>9} {'interp ms':>10} {'numpy ms':>9} "
-        f"{'interp/wasm':>11} {'wasm/numpy':>10} same"
-    )
-    for name in NUMPY:
-        art = TARGET.lower(g, m.provenance, name)
-        for n in (int(s) for s in args.sizes.split(",")):
-            if name == "saxpy" and n > 100_000:
-                reps_i = 1  # the interpreter runs the loop one element at a time
-            else:
-                reps_i = args.reps
-            a = np.float32(1.5)
-            x = rng.standard_normal(n).astype(np.float32)
-            y = rng.standard_normal(n).astype(np.float32)
-            ins = {"x": x}
-            if name != "total":
-                ins["y"] = y
-            if name.startswith("saxpy"):
-                ins["a"] = a
-            tw = _time(_run_wasm, args.reps, art, g, name, ins, m.provenance)
-            ti = _time(run_function, reps_i, m, name, ins)
-            tn = _time(NUMPY[name], args.reps, a, x, y)
-            rw = TARGET.run(art, g, name, ins, provenance=m.provenance).digest()
-            ri = run_function(m, name, ins).digest()
-            print(
-                f"{name:<11} {n:>8} {tw * 1e3:>9.2f} {ti * 1e3:>10.2f} {tn * 1e3:>9.3f} "
-                f"{ti / tw:>11.1f} {tw / tn:>10.1f} {rw == ri}"
-            )
+    run_table([int(s) for s in args.sizes.split(",")], args.reps)
+    compile_table()
 
 
 if __name__ == "__main__":

@@ -220,7 +220,8 @@ def test_targets(a, doc, tmp_path):
         ("scale", "wasm"),
         ("up", "keg"),
         ("up", "wasm"),
-        ("g", "keg"),  # wasm: struct values are not laid out yet
+        ("g", "keg"),
+        ("g", "wasm"),
         ("say", "keg"),  # wasm: print needs a host import
     ]
     assert all(
@@ -241,7 +242,7 @@ def test_targets(a, doc, tmp_path):
     with pytest.raises(targets.TargetError, match="no function"):
         targets.lowering(a, "nope", "keg")
     acts = targets.compile_actions(a, Span(off("s = s"), off("s = s")))
-    assert [x.title for x in acts] == ["Compile `g` to keg"]
+    assert [x.title for x in acts] == ["Compile `g` to keg", "Compile `g` to wasm"]
     assert targets.compile_actions(a, Span(0, 0)) == []
 
 

@@ -9,38 +9,21 @@ the interpreter's code; a runaway loop must end with a clear out-of-fuel error.
 from __future__ import annotations
 
 import glob
-import inspect
 import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kera_core import targets as targets_pkg
 from kera_core.analysis import analyze
 from kera_core.backends.wasm import SECTION, read_fingerprint
 from kera_core.cli.run import _resolve_dims
 from kera_core.interp import InterpError, run_function
 from kera_core.interp.api import entry_signature
 from kera_core.interp.gen import InputGenerator
-from kera_core.targets import REGISTRY, available, get
+from kera_core.targets import available, get
 from kera_core.targets.wasm import TARGET
 from tests.programs import program, render
-
-# Importing the target registers it. Until `targets._load` imports it for everyone, keep
-# the registry as other test files expect it, and register the target only in these tests.
-if "wasm" not in inspect.getsource(targets_pkg._load):
-    REGISTRY.pop("wasm", None)
-
-
-@pytest.fixture(autouse=True)
-def _wasm_registered():
-    had = "wasm" in REGISTRY
-    REGISTRY["wasm"] = TARGET
-    yield
-    if not had:
-        REGISTRY.pop("wasm", None)
-
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kera")))

@@ -107,6 +107,14 @@ def cmd_build(args) -> int:
     if built is None:
         return 1
     graph, prov = built
+    if getattr(target, "per_function", False):
+        names = ", ".join(f.name for f in graph.exported()) or "none"
+        if args.entry is None:
+            raise UsageError(
+                f"target {target.name} compiles one function: give --entry NAME ({names})"
+            )
+        if args.entry not in graph.functions:
+            raise UsageError(f"no function `{args.entry}` in {args.file} (exported: {names})")
     reasons = target.unsupported(graph, args.entry)
     if reasons:
         for r in reasons:

@@ -15,6 +15,8 @@ class WasmTarget:
     description = "WebAssembly (core 2.0: multi-value, bulk memory, saturating casts)"
     suffix = ".wasm"
 
+    per_function = True  # an artifact holds one exported function and what it calls
+
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:
             return ["the wasm target compiles one function at a time (give `fn`)"]

@@ -14,18 +14,28 @@ then updates in place — the "old value is dead" reasoning of docs/semantics.md
 
 from __future__ import annotations
 
-from kera_core.backends.wasm import rt
+from kera_core.backends.wasm import composite, rt, structs
 from kera_core.backends.wasm.support import reachable
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
-from kera_core.ir.types import Prim, RangeType, Sym, Tensor, TokenType, Type, Unit, strip_ref
+from kera_core.ir.types import (
+    Prim,
+    RangeType,
+    Struct,
+    Sym,
+    Tensor,
+    TokenType,
+    Type,
+    Unit,
+    strip_ref,
+)
 
 ERR_INDEX, ERR_DIV0, ERR_EMPTY, ERR_OOM = 1, 2, 4, 9
 
 
 def valtype(t: Type) -> str | None:
     t = strip_ref(t)
-    if isinstance(t, Tensor):
+    if isinstance(t, Tensor | Struct):
         return "i32"
     if isinstance(t, Prim):
         if t.is_float:
@@ -87,7 +97,7 @@ def const(p: Prim, value: int) -> str:
     if p.is_signed and v >> (bits - 1):
         v -= 1 << bits
     if bits == 64:
-        if v >> 63:
+        if v >= 1 << 63:  # u64 above i64's range (negative i64 are already negative)
             v -= 1 << 64
         return f"(i64.const {v})"
     if v >= 1 << 31:
@@ -250,6 +260,10 @@ class FnEmitter:
             self.while_(n, ins, tin, outs)
         elif op == "call":
             self.call(n, ins, tin, outs)
+        elif op in composite.OPS:
+            composite.OPS[op](self, n, ins, tin, outs[0])
+        elif op in structs.OPS:
+            structs.OPS[op](self, n, ins, tin, outs[0])
         else:
             self.elementwise(n, ins, tin, outs[0])
 
@@ -318,15 +332,46 @@ class FnEmitter:
                 tt = strip_ref(t)
                 if isinstance(tt, Tensor):
                     sz = size_of(tt.elem)
-                    args.append(
-                        load(tt.elem, f"(i32.add {e} (i32.mul (local.get {i}) (i32.const {sz})))")
-                    )
+                    k = self.broadcast_index(tt, rt_t, f"(local.get {i})")
+                    args.append(load(tt.elem, f"(i32.add {e} (i32.mul {k} (i32.const {sz})))"))
                 else:
                     args.append(e)
             return f(*args)
 
         self.loop_elems(rt_t, buf, elem)
         self.emit(f"local.set {out} (local.get {buf})")
+
+    def broadcast_index(self, src: Tensor, out: Tensor, i: str) -> str:
+        """The flat index into ``src`` of flat element ``i`` of the broadcast shape ``out``.
+
+        Right-aligned, NumPy-style (`ir.ops.broadcast_shapes`): a dimension of static size 1
+        is read at coordinate 0; any other equals the output's and keeps its coordinate.
+        """
+        if tuple(src.shape) == tuple(out.shape):
+            return i
+        r, s = len(out.shape), len(src.shape)
+        d32 = lambda d: f"(i32.wrap_i64 {self.dim(d)})"  # noqa: E731
+        terms = []
+        for k, d in enumerate(src.shape):
+            if isinstance(d, int) and d == 1:
+                continue
+            pk = r - s + k
+            coord = i
+            if pk + 1 < r:
+                st = d32(out.shape[pk + 1])
+                for x in out.shape[pk + 2 :]:
+                    st = f"(i32.mul {st} {d32(x)})"
+                coord = f"(i32.div_u {coord} {st})"
+            if pk > 0:
+                coord = f"(i32.rem_u {coord} {d32(out.shape[pk])})"
+            term = coord
+            for x in src.shape[k + 1 :]:
+                term = f"(i32.mul {term} {d32(x)})"
+            terms.append(term)
+        e = "(i32.const 0)"
+        for t in terms:
+            e = t if e == "(i32.const 0)" else f"(i32.add {e} {t})"
+        return e
 
     # --- reductions ---------------------------------------------------------------------
     def reduce(self, n: Node, ins, tin, out: str) -> None:
@@ -595,10 +640,14 @@ class ModuleEmitter:
         out_types = [self.g.type_of(v) for v in region.yields]
         real = [t for t in out_types if valtype(t) is not None]
         locs = [f"(local $r{i} {valtype(t)})" for i, t in enumerate(real)]
+        locs += ["(local $cx_f32 f32) (local $cx_f64 f64)"]
         body = [f"    (call {fname(f)} {' '.join(args)})"]
         for i in reversed(range(len(real))):
             body.append(f"    local.set $r{i}")
         for i, t in enumerate(real):
+            if isinstance(strip_ref(t), Struct):
+                body += structs.canon_code(strip_ref(t), f"(local.get $r{i})", "    ")
+                continue
             p = elem_of(t)
             if not p.is_float:
                 continue
@@ -621,35 +670,39 @@ class ModuleEmitter:
         )
 
 
-SAFE_READERS = {"index", "sum", "max", "min", "mean", "dot"} | {
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "rem",
-    "minimum",
-    "maximum",
-    "and",
-    "or",
-    "xor",
-    "shl",
-    "shr",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "neg",
-    "not",
-    "abs",
-    "sqrt",
-    "cast",
-    "exp",
-    "log",
-    "tanh",
-    "sigmoid",
-}
+SAFE_READERS = (
+    {"index", "sum", "max", "min", "mean", "dot"}
+    | set(composite.OPS)
+    | {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "rem",
+        "minimum",
+        "maximum",
+        "and",
+        "or",
+        "xor",
+        "shl",
+        "shr",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "neg",
+        "not",
+        "abs",
+        "sqrt",
+        "cast",
+        "exp",
+        "log",
+        "tanh",
+        "sigmoid",
+    }
+)
 
 
 def lower_wat(g: Graph, fn_name: str) -> str:

@@ -98,6 +98,8 @@ def scalar(mod, op: str, p: Prim, *a: str) -> str:
             return f"({w}.{op} {a[0]} {a[1]})"
         if op in ("neg", "abs", "sqrt"):
             return f"({w}.{op} {a[0]})"
+        if op == "rem":
+            return fmod(mod, p, a[0], a[1])
         if op in ("exp", "log", "tanh", "sigmoid"):
             return math(mod, op, p, a[0])
         raise NotImplementedError(op)
@@ -491,3 +493,87 @@ def _sigmoid(p: Prim, name: str) -> str:
         f"(local.set $y ({w}.div (select ({w}.const 1) {_g('e')} ({w}.ge {x} ({w}.const 0))) {_g('d')}))",
     ]
     return _func(name, w, ["e:" + w, "d:" + w, "y:" + w], body, _g("y"))
+
+
+def fmod(mod, p: Prim, a: str, b: str) -> str:
+    """Float `%`: C `fmod`, exact (docs/semantics.md §5) — musl's integer long division.
+
+    NaN for `y = ±0`, NaN operands or infinite `x`; `x` itself when `|x| < |y|` (so
+    `x % inf = x`); otherwise the mantissas are normalised (subnormals shifted up) and the
+    remainder is found by shift-and-subtract over the exponent difference, renormalised
+    and given `x`'s sign. Every step is integer arithmetic, so the result is exact.
+    """
+    w = p.name
+    W = p.bits
+    M = 23 if W == 32 else 52
+    E = (1 << (W - M - 1)) - 1
+    iw = "i32" if W == 32 else "i64"
+    sh = (lambda e: e) if W == 32 else (lambda e: f"(i64.extend_i32_s {e})")
+    one = f"({iw}.const {1 << M})"
+    mask = f"({iw}.const {(1 << M) - 1})"
+    sign = "-2147483648" if W == 32 else "-9223372036854775808"
+    nan = f"({w}.reinterpret_{iw} ({iw}.const {0x7FC00000 if W == 32 else 0x7FF8000000000000}))"
+    zero = f"(return ({w}.reinterpret_{iw} (local.get $sx)))"
+    top = f"({iw}.const {W - 1})"
+    exp_of = lambda u: (  # noqa: E731
+        f"({iw}.and ({iw}.shr_u (local.get {u}) ({iw}.const {M})) ({iw}.const {E}))"
+    )
+    if W == 64:
+        exp_of_ = exp_of
+        exp_of = lambda u: f"(i32.wrap_i64 {exp_of_(u)})"  # noqa: E731
+
+    def normalise(u: str, e: str) -> str:
+        return f"""\
+    (if (i32.eqz (local.get {e}))
+      (then
+        (local.set $i ({iw}.shl (local.get {u}) ({iw}.const {W - M})))
+        (block $d (loop $l
+          (br_if $d ({iw}.ne ({iw}.shr_u (local.get $i) {top}) ({iw}.const 0)))
+          (local.set {e} (i32.sub (local.get {e}) (i32.const 1)))
+          (local.set $i ({iw}.shl (local.get $i) ({iw}.const 1)))
+          (br $l)))
+        (local.set {u} ({iw}.shl (local.get {u}) {sh(f"(i32.sub (i32.const 1) (local.get {e}))")})))
+      (else (local.set {u} ({iw}.or ({iw}.and (local.get {u}) {mask}) {one}))))"""
+
+    step = f"""\
+    (local.set $i ({iw}.sub (local.get $ux) (local.get $uy)))
+    (if ({iw}.eqz ({iw}.shr_u (local.get $i) {top}))
+      (then (if ({iw}.eqz (local.get $i)) (then {zero})) (local.set $ux (local.get $i))))"""
+    name = f"$fmod_{w}"
+    text = f"""\
+  (func {name} (param $x {w}) (param $y {w}) (result {w})
+    (local $ux {iw}) (local $uy {iw}) (local $i {iw}) (local $sx {iw}) (local $ex i32) (local $ey i32)
+    (local.set $ux ({iw}.reinterpret_{w} (local.get $x)))
+    (local.set $uy ({iw}.reinterpret_{w} (local.get $y)))
+    (local.set $ex {exp_of("$ux")})
+    (local.set $ey {exp_of("$uy")})
+    (local.set $sx ({iw}.and (local.get $ux) ({iw}.const {sign})))
+    (if (i32.or (i32.or ({iw}.eqz ({iw}.shl (local.get $uy) ({iw}.const 1)))
+                        ({w}.ne (local.get $y) (local.get $y)))
+                (i32.eq (local.get $ex) (i32.const {E})))
+      (then (return {nan})))
+    (if ({iw}.le_u ({iw}.shl (local.get $ux) ({iw}.const 1)) ({iw}.shl (local.get $uy) ({iw}.const 1)))
+      (then
+        (if ({iw}.eq ({iw}.shl (local.get $ux) ({iw}.const 1)) ({iw}.shl (local.get $uy) ({iw}.const 1)))
+          (then {zero}))
+        (return (local.get $x))))
+{normalise("$ux", "$ex")}
+{normalise("$uy", "$ey")}
+    (block $d (loop $l
+      (br_if $d (i32.le_s (local.get $ex) (local.get $ey)))
+{step}
+      (local.set $ux ({iw}.shl (local.get $ux) ({iw}.const 1)))
+      (local.set $ex (i32.sub (local.get $ex) (i32.const 1)))
+      (br $l)))
+{step}
+    (block $d (loop $l
+      (br_if $d ({iw}.ne ({iw}.shr_u (local.get $ux) ({iw}.const {M})) ({iw}.const 0)))
+      (local.set $ux ({iw}.shl (local.get $ux) ({iw}.const 1)))
+      (local.set $ex (i32.sub (local.get $ex) (i32.const 1)))
+      (br $l)))
+    (if (i32.gt_s (local.get $ex) (i32.const 0))
+      (then (local.set $ux ({iw}.or ({iw}.sub (local.get $ux) {one})
+                                    ({iw}.shl {sh("(local.get $ex)")} ({iw}.const {M})))))
+      (else (local.set $ux ({iw}.shr_u (local.get $ux) {sh("(i32.sub (i32.const 1) (local.get $ex))")}))))
+    ({w}.reinterpret_{iw} ({iw}.or (local.get $ux) (local.get $sx))))"""
+    return f"(call {_helper(mod, name, text)} {a} {b})"

@@ -15,11 +15,12 @@ import hashlib
 import numpy as np
 import wasmtime
 
+from kera_core.backends.wasm import structs
 from kera_core.interp.api import Output, RunResult, _user_dims, entry_signature
 from kera_core.interp.errors import InputError, InterpError
 from kera_core.interp.values import bind_dims, concrete_type, dtype_of, value_in, value_out
 from kera_core.ir.graph import Graph
-from kera_core.ir.types import Prim, Tensor, strip_ref
+from kera_core.ir.types import Prim, Struct, Tensor, strip_ref
 
 DEFAULT_FUEL = 2_000_000_000
 DEFAULT_MEMORY = 1 << 30
@@ -118,6 +119,10 @@ def run_wasm(
             if data:
                 mem.write(store, data, ptr)
             args.append(ptr)
+        elif isinstance(t, Struct):
+            ptr = alloc(store, structs.size(t))
+            mem.write(store, _struct_bytes(t, v), ptr)
+            args.append(ptr)
         else:
             args.append(_scalar_arg(t, v))
     try:
@@ -151,7 +156,36 @@ def _scalar_arg(p: Prim, v):
     return int(v)
 
 
+def _struct_bytes(t: Struct, v) -> bytes:
+    """The block of a struct value: one 8-byte slot per scalar leaf (structs.py)."""
+    out = bytearray()
+    for (_, ft), x in zip(t.fields, v, strict=True):
+        ft = strip_ref(ft)
+        if isinstance(ft, Struct):
+            out += _struct_bytes(ft, x)
+        else:
+            raw = np.asarray(x, dtype=np.dtype(dtype_of(ft)).newbyteorder("<")).tobytes()
+            out += raw.ljust(structs.SLOT, b"\0")
+    return bytes(out)
+
+
+def _read_struct(store, mem, t: Struct, addr: int):
+    vals = []
+    for k, (_, ft) in enumerate(t.fields):
+        ft = strip_ref(ft)
+        at = addr + structs.offset(t, k)
+        if isinstance(ft, Struct):
+            vals.append(_read_struct(store, mem, ft, at))
+        else:
+            dt = np.dtype(dtype_of(ft)).newbyteorder("<")
+            data = bytes(mem.read(store, at, at + dt.itemsize))
+            vals.append(np.frombuffer(data, dtype=dt).astype(dtype_of(ft))[0])
+    return tuple(vals)
+
+
 def _read(store, mem, t, r):
+    if isinstance(t, Struct):
+        return _read_struct(store, mem, t, r)
     if isinstance(t, Tensor):
         dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
         shape = tuple(int(d) for d in t.shape)

@@ -8,6 +8,7 @@ and giving a different number.
 
 from __future__ import annotations
 
+from kera_core.backends.wasm import structs
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node
 from kera_core.ir.types import Prim, RangeType, Struct, Tensor, TokenType, Type, Unit, strip_ref
@@ -34,35 +35,27 @@ REDUCE = {"sum", "max", "min", "mean", "dot"}
 CONTROL = {"if", "for", "while", "call", "range"}
 LEAVES = {"const", "param", "dim"}
 TENSOR = {"index", "update", "full", "select", "move_to", "copy_to"}
-SUPPORTED = ELEMENTWISE_BIN | COMPARE | UNARY | REDUCE | CONTROL | LEAVES | TENSOR
+COMPOSITE = {"array", "argmax", "matmul", "conv1d", "softmax", "layernorm"}
+STRUCTS = {"struct", "field", "set_field"}
+SUPPORTED = (
+    ELEMENTWISE_BIN | COMPARE | UNARY | REDUCE | CONTROL | LEAVES | TENSOR | COMPOSITE | STRUCTS
+)
 
 WHY = {
     "fma": "WebAssembly has no fused multiply-add; the exact emulation is not emitted yet",
     "print": "`print` needs a host import and shortest-round-trip float printing",
-    "struct": "struct values are not laid out in linear memory yet",
-    "field": "struct values are not laid out in linear memory yet",
-    "set_field": "struct values are not laid out in linear memory yet",
-    "array": "array literals are not emitted yet",
-    "argmax": "`argmax` is not emitted yet",
-    "matmul": "`matmul` is not emitted yet",
-    "conv1d": "`conv1d` is not emitted yet",
-    "softmax": "`softmax` is not emitted yet",
-    "layernorm": "`layernorm` is not emitted yet",
 }
 
 
 def _type_ok(t: Type) -> str | None:
     t = strip_ref(t)
     if isinstance(t, Struct):
-        return f"struct type `{t}` is not laid out in linear memory yet"
+        if structs.fields_ok(t):
+            return None
+        return f"struct type `{t}` has a field that is not a scalar or a struct"
     if isinstance(t, Prim | Tensor | Unit | TokenType | RangeType):
         return None
     return f"type `{t}` is not supported"
-
-
-def _shape(t: Type):
-    t = strip_ref(t)
-    return t.shape if isinstance(t, Tensor) else ()
 
 
 def _node_reason(g: Graph, n: Node) -> str | None:
@@ -77,12 +70,8 @@ def _node_reason(g: Graph, n: Node) -> str | None:
         r = _type_ok(t)
         if r:
             return r
-    if n.op == "rem" and _elem(in_types[0]).is_float:
-        return "float `%` (C fmod) has no WebAssembly instruction and is not emitted yet"
-    if n.op in ELEMENTWISE_BIN | COMPARE:
-        sa, sb = _shape(in_types[0]), _shape(in_types[1])
-        if sa and sb and sa != sb:
-            return f"broadcasting `{n.op}` over shapes {sa} and {sb} is not emitted yet"
+    if n.op == "matmul" and _elem(in_types[0]).name == "bool":
+        return "`matmul` of `bool` tensors is not emitted (the interpreter's sum of bools is an or)"
     return None
 
 
