@@ -222,7 +222,8 @@ def test_targets(a, doc, tmp_path):
         ("up", "wasm"),
         ("g", "keg"),
         ("g", "wasm"),
-        ("say", "keg"),  # wasm: print needs a host import
+        ("say", "keg"),
+        ("say", "wasm"),
     ]
     assert all(
         ln.title.startswith("fingerprint ") and ln.title.endswith(f"… · {ln.target}")

@@ -395,3 +395,180 @@ def test_struct_examples_same_bytes(name: str) -> None:
         for adversarial in (False, True):
             inputs, dims = seeded(m, f.name, 1, adversarial)
             compare(m, f.name, inputs, dims)
+
+
+FMA = """
+pub fn fma32[N](a: &f32[N], b: &f32[N], c: &f32[N]) -> f32[N] { fma(a, b, c) }
+pub fn fma32_bcast[N](a: f32, b: &f32[N], c: &f32[1]) -> f32[N] { fma(a, b, c) }
+pub fn fma32_scalar(a: f32, b: f32, c: f32) -> f32 { fma(a, b, c) }
+pub fn fma64[N](a: &f64[N], b: &f64[N], c: &f64[N]) -> f64[N] { fma(a, b, c) }
+"""
+
+
+def _fma32_operands(rng, n: int):
+    """Random bit patterns, close exponents, subnormals, constructed ties and near-ties."""
+    u = lambda k: rng.integers(0, 2**32, size=k, dtype=np.uint32)  # noqa: E731
+    a, b, c = u(n).view(np.float32), u(n).view(np.float32), u(n).view(np.float32)
+    k = n // 6
+    with np.errstate(all="ignore"):
+        # c of the product's size, so the sum cancels or carries
+        s = slice(0, k)
+        c[s] = (-(a[s].astype(np.float64) * b[s]) * rng.uniform(0.5, 2.0, k)).astype(np.float32)
+        # small magnitudes: products and sums in the subnormal range
+        s = slice(k, 2 * k)
+        a[s] = (
+            rng.integers(0, 2**23, k, dtype=np.uint32)
+            | (rng.integers(100, 140, k, dtype=np.uint32) << 23)
+        ).view(np.float32)
+        b[s] = (
+            rng.integers(0, 2**23, k, dtype=np.uint32)
+            | (rng.integers(0, 30, k, dtype=np.uint32) << 23)
+        ).view(np.float32)
+        c[s] = (
+            rng.integers(0, 2**24, k, dtype=np.uint32)
+            | (rng.integers(0, 2, k, dtype=np.uint32) << 31)
+        ).view(np.float32)
+        # exact ties: c = r, a*b = ±ulp(r)/2 (a a power of two)
+        s = slice(2 * k, 3 * k)
+        r = (rng.integers(1, 2**31, k, dtype=np.uint32) & np.uint32(0x7F7FFFFF)).view(np.float32)
+        r = np.where(rng.random(k) < 0.5, -r, r).astype(np.float32)
+        half = (np.spacing(np.abs(r)).astype(np.float64) / 2) * np.where(rng.random(k) < 0.5, -1, 1)
+        e = rng.integers(-20, 20, k)
+        a[s] = np.ldexp(1.0, e).astype(np.float32)
+        b[s] = (half / a[s].astype(np.float64)).astype(np.float32)
+        c[s] = r
+        # near-ties below f64's precision: naive f64 rounding would land on the tie
+        s = slice(3 * k, 4 * k)
+        a[s] = np.float32(1 + 2**-23) * np.ldexp(1.0, e).astype(np.float32)
+        b[s] = ((half / np.ldexp(1.0, e)) * (1 - 2**-23)).astype(np.float32)
+        c[s] = r
+        s = slice(4 * k, 5 * k)
+        a[s] = np.float32(1 - 2**-24) * np.ldexp(1.0, e).astype(np.float32)
+        b[s] = ((half / np.ldexp(1.0, e)) * (1 + 2**-23)).astype(np.float32)
+        c[s] = r
+    sp = SPECIAL32
+    grid = np.array([(x, y, z) for x in sp for y in sp for z in sp], dtype=np.float32)
+    return (
+        np.concatenate([a, grid[:, 0]]),
+        np.concatenate([b, grid[:, 1]]),
+        np.concatenate([c, grid[:, 2]]),
+    )
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_fma_f32_is_exact(seed: int) -> None:
+    m = module(FMA)
+    rng = np.random.default_rng(seed)
+    a, b, c = _fma32_operands(rng, 30000)
+    compare(m, "fma32", {"a": a, "b": b, "c": c}, {})
+
+
+def test_fma_f32_broadcast_and_scalar() -> None:
+    m = module(FMA)
+    rng = np.random.default_rng(5)
+    for adv in (False, True):
+        b = floats(rng, np.float32, (37,), adv)
+        compare(
+            m,
+            "fma32_bcast",
+            {"a": np.float32(1.5), "b": b, "c": floats(rng, np.float32, (1,), adv)},
+            {},
+        )
+    cases = [
+        (np.inf, 0.0, 1.0),
+        (0.0, -1.0, -0.0),
+        (-0.0, 1.0, -0.0),
+        (3.4e38, 3.4e38, -np.inf),
+        (3.4e38, 2.0, 0.0),
+        (1e-45, 0.5, 0.0),
+        (1e-45, -0.5, -0.0),
+        (np.nan, 1.0, 1.0),
+        (1.0, 1.0, -1.0),
+    ]
+    for x, y, z in cases:
+        compare(m, "fma32_scalar", {"a": x, "b": y, "c": z}, {})
+
+
+def test_fma_f64_is_refused_with_a_reason() -> None:
+    m = module(FMA)
+    why = support.unsupported(m.graph, "fma64")
+    assert why and "fma" in why[0] and "f64" in why[0]
+    assert support.unsupported(m.graph, "fma32") == []
+
+
+PRINTS = """
+struct In { a: i8, b: f64 }
+struct Out { p: In, q: bool }
+pub fn pr_scalars(a: i8, b: u8, c: i16, d: u16, e: i32, f: u32, g: i64, h: u64, k: bool, x: f32, y: f64) ! io {
+    print("a=\\t\\"q\\" \\u{3A3}\\n"); print(a); print(" "); print(b); print(" "); print(c);
+    print(" "); print(d); print(" "); print(e); print(" "); print(f); print(" "); print(g);
+    print(" "); print(h); print(" "); print(k); print(" "); print(x); print(" "); print(y);
+    print("\\n");
+}
+pub fn pr_tensors[R, C](x: &f32[R, C], y: &f64[C], z: &i64[R], w: &bool[C]) -> f32 ! io {
+    print(x); print(y); print(z); print(w); print(x * 2.0);
+    sum(x)
+}
+pub fn pr_struct(a: i8, b: f64, q: bool) ! io {
+    print(Out { p: In { a: a, b: b }, q: q });
+}
+pub fn pure(x: f32) -> f32 { x + 1.0 }
+"""
+
+
+def _compare_printed(m, name, inputs, dims) -> None:
+    from kera_core.interp.api import run_function
+    from kera_core.targets.wasm import run_module
+
+    compare(m, name, inputs, dims)
+    ref = run_function(m, name, inputs, dims)
+    got = run_module(m, name, inputs, dims)
+    assert got.printed == ref.printed and got.has_io and got.digest() == ref.digest()
+
+
+def test_print_scalars() -> None:
+    m = module(PRINTS)
+    for y in (0.1, -0.0, np.nan, np.inf, -np.inf, 1e16, 1.5e-5, 5e-324, 123.25):
+        for x in (np.float32(0.1), np.float32(-1e-45), np.float32(np.nan), np.float32(3.4e38)):
+            args = dict(a=-128, b=255, c=-32768, d=65535, e=-(2**31), f=2**32 - 1)
+            args.update(g=-(2**63), h=2**64 - 1, k=True, x=x, y=y)
+            _compare_printed(m, "pr_scalars", args, {})
+
+
+@pytest.mark.parametrize(("rr", "cc"), [(0, 3), (2, 0), (1, 1), (3, 4)])
+def test_print_tensors(rr: int, cc: int) -> None:
+    m = module(PRINTS)
+    rng = np.random.default_rng(rr * 10 + cc)
+    inputs = {
+        "x": floats(rng, np.float32, (rr, cc), True),
+        "y": floats(rng, np.float64, (cc,), True),
+        "z": ints(rng, np.int64, (rr,)),
+        "w": rng.random(cc) < 0.5,
+    }
+    _compare_printed(m, "pr_tensors", inputs, {})
+
+
+def test_print_structs_and_imports() -> None:
+    from kera_core.backends.wasm import lower_wat
+
+    m = module(PRINTS)
+    for b in (0.5, np.nan, -np.inf):
+        _compare_printed(m, "pr_struct", {"a": -3, "b": b, "q": False}, {})
+    assert "(import" not in lower_wat(m.graph, "pure")
+    assert '(import "kera" "print"' in lower_wat(m.graph, "pr_struct")
+
+
+def test_print_examples() -> None:
+    from tests.test_wasm import ROOT, example, seeded
+
+    m = example(f"{ROOT}/examples/transfer.kera")
+    for name in ("report", "scale_relu_roundtrip", "maybe_print"):
+        assert support.unsupported(m.graph, name) == []
+        for seed, adversarial in [(0, False), (1, True), (2, True)]:
+            inputs, dims = seeded(m, name, seed, adversarial)
+            _compare_printed(m, name, inputs, dims)
+
+
+def test_print_functions_are_offered() -> None:
+    m = module(PRINTS)
+    assert support.unsupported(m.graph, "pr_struct") == []

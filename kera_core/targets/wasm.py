@@ -66,4 +66,4 @@ def run_module(module, fn: str, inputs: dict, dims=None, *, stdout=None, max_ste
     if max_steps is not None:
         raise InputError("R0005", "--max-steps is not supported by the wasm target (it uses fuel)")
     art = TARGET.lower(graph, prov, fn)
-    return TARGET.run(art, graph, fn, inputs, dims, provenance=prov)
+    return TARGET.run(art, graph, fn, inputs, dims, provenance=prov, stdout=stdout)

@@ -14,6 +14,8 @@ then updates in place — the "old value is dead" reasoning of docs/semantics.md
 
 from __future__ import annotations
 
+import json
+
 from kera_core.backends.wasm import composite, rt, structs
 from kera_core.backends.wasm.support import reachable
 from kera_core.ir.graph import Graph
@@ -29,6 +31,23 @@ from kera_core.ir.types import (
     Unit,
     strip_ref,
 )
+
+PRINT_SCALAR, PRINT_SHAPE, PRINT_MAX_RANK = 0, 16, 100  # scratch below rt.HEAP_BASE
+
+
+def _struct_desc(t: Struct) -> list:
+    """The fields of a struct block for the host: (offset, element type or nested fields)."""
+    out = []
+    for k, (_, ft) in enumerate(t.fields):
+        ft = strip_ref(ft)
+        off = structs.offset(t, k)
+        out.append([off, _struct_desc(ft) if isinstance(ft, Struct) else ft.name])
+    return out
+
+
+def _wat_bytes(p: bytes) -> str:
+    return "".join("\\" + format(b, "02x") for b in p)
+
 
 ERR_INDEX, ERR_DIV0, ERR_EMPTY, ERR_OOM = 1, 2, 4, 9
 
@@ -260,12 +279,43 @@ class FnEmitter:
             self.while_(n, ins, tin, outs)
         elif op == "call":
             self.call(n, ins, tin, outs)
+        elif op == "print":
+            self.print_(n, ins, tin)
         elif op in composite.OPS:
             composite.OPS[op](self, n, ins, tin, outs[0])
         elif op in structs.OPS:
             structs.OPS[op](self, n, ins, tin, outs[0])
         else:
             self.elementwise(n, ins, tin, outs[0])
+
+    # --- print (the io effect) -------------------------------------------------------------
+    def print_(self, n: Node, ins, tin) -> None:
+        """Call the host's `kera.print` with a descriptor (a JSON data segment), the value's
+        address and the address of its shape (docs/targets/wasm.md, "Printing")."""
+        text = n.attr("text")
+        if text is not None or len(ins) < 2:
+            desc: dict = {"text": text if text is not None else ""}
+            ptr, shape = "(i32.const 0)", "(i32.const 0)"
+        else:
+            t = strip_ref(tin[1])
+            shape = "(i32.const 0)"
+            if isinstance(t, Struct):
+                desc = {"struct": _struct_desc(t)}
+                ptr = ins[1]
+            elif isinstance(t, Tensor):
+                desc = {"elem": t.elem.name, "rank": len(t.shape)}
+                ptr = ins[1]
+                if len(t.shape) > PRINT_MAX_RANK:
+                    raise TypeError("print of a tensor of rank > 100")
+                for k, d in enumerate(t.shape):
+                    self.emit(f"(i64.store (i32.const {PRINT_SHAPE + 8 * k}) {self.dim(d)})")
+                shape = f"(i32.const {PRINT_SHAPE})"
+            else:
+                desc = {"elem": t.name}
+                self.emit(store(t, f"(i32.const {PRINT_SCALAR})", ins[1]))
+                ptr = f"(i32.const {PRINT_SCALAR})"
+        at, size = self.mod.data(json.dumps(desc, ensure_ascii=True).encode())
+        self.emit(f"(call $kera_print (i32.const {at}) (i32.const {size}) {ptr} {shape})")
 
     # --- indexing ---------------------------------------------------------------------
     def address(self, t: Type, base: str, idx_vals, idx_types, env) -> str:
@@ -542,6 +592,8 @@ class ModuleEmitter:
         self.funcs: dict[str, str] = {}
         self.inplace: dict[bytes, set[bytes]] = {}
         self.owned_slots: dict[bytes, set[int]] = {}
+        self.segments: list[tuple[int, bytes]] = []
+        self.data_end = rt.HEAP_BASE
         for f in reachable(g, fn):
             for rh in g.all_regions(f.region):
                 for node in g.region_nodes(rh):
@@ -550,6 +602,16 @@ class ModuleEmitter:
 
     def want(self, f: Function) -> None:
         pass
+
+    def data(self, payload: bytes) -> tuple[int, int]:
+        """Place ``payload`` in a data segment above the scratch; (address, length)."""
+        for at, p in self.segments:
+            if p == payload:
+                return at, len(p)
+        at = self.data_end
+        self.segments.append((at, payload))
+        self.data_end = at + len(payload)
+        return at, len(payload)
 
     def _plan_loop(self, loop: Node) -> None:
         """Which carried tensors the loop may update in place (module docstring)."""
@@ -614,10 +676,17 @@ class ModuleEmitter:
         for f in order:
             self.funcs[f.hash.hex()] = FnEmitter(self, f).build()
         entry = self._entry()
+        imports = []
+        if self.segments:  # only a function with the io effect prints
+            imports.append('  (import "kera" "print" (func $kera_print (param i32 i32 i32 i32)))')
+        heap = (self.data_end + 15) & ~15
+        data = [f'  (data (i32.const {at}) "{_wat_bytes(p)}")' for at, p in self.segments]
         parts = [
             "(module",
-            '  (memory (export "memory") 1)',
-            f"  (global $hp (mut i32) (i32.const {rt.HEAP_BASE}))",
+            *imports,
+            f'  (memory (export "memory") {max(1, (heap + 65535) >> 16)})',
+            *data,
+            f"  (global $hp (mut i32) (i32.const {heap}))",
             '  (global $err (export "kera_error") (mut i32) (i32.const 0))',
             rt.ALLOC,
             *self.helpers.values(),
@@ -681,6 +750,7 @@ SAFE_READERS = (
         "rem",
         "minimum",
         "maximum",
+        "fma",
         "and",
         "or",
         "xor",

@@ -102,6 +102,8 @@ def scalar(mod, op: str, p: Prim, *a: str) -> str:
             return fmod(mod, p, a[0], a[1])
         if op in ("exp", "log", "tanh", "sigmoid"):
             return math(mod, op, p, a[0])
+        if op == "fma":
+            return fma(mod, p, a[0], a[1], a[2])
         raise NotImplementedError(op)
     sg = "s" if p.is_signed else "u"
     if op in _INT_WRAP or op in ("land", "lor"):
@@ -577,3 +579,35 @@ def fmod(mod, p: Prim, a: str, b: str) -> str:
       (else (local.set $ux ({iw}.shr_u (local.get $ux) {sh("(i32.sub (i32.const 1) (local.get $ex))")}))))
     ({w}.reinterpret_{iw} ({iw}.or (local.get $ux) (local.get $sx))))"""
     return f"(call {_helper(mod, name, text)} {a} {b})"
+
+
+def fma(mod, p: Prim, a: str, b: str, c: str) -> str:
+    """`fma(a, b, c)` on f32: a*b + c rounded once, as the interpreter does it (fp._fma32).
+
+    The product of two f32 is exact in f64; the sum p + c is rounded to f64 *to odd*
+    (round-to-nearest, then TwoSum's error sets the last bit when the sum was inexact),
+    and the demotion to f32 then rounds correctly (53 >= 24 + 2). Infinite or NaN sums
+    are left as they are. f64 `fma` is refused by support.py.
+    """
+    if p.name != "f32":
+        raise NotImplementedError("fma on f64")
+    name = "$fma_f32"
+    text = """\
+  (func $fma_f32 (param $a f32) (param $b f32) (param $c f32) (result f32)
+    (local $p f64) (local $c64 f64) (local $s f64) (local $bb f64) (local $e f64) (local $sb i64)
+    (local.set $p (f64.mul (f64.promote_f32 (local.get $a)) (f64.promote_f32 (local.get $b))))
+    (local.set $c64 (f64.promote_f32 (local.get $c)))
+    (local.set $s (f64.add (local.get $p) (local.get $c64)))
+    (local.set $bb (f64.sub (local.get $s) (local.get $p)))
+    (local.set $e (f64.add (f64.sub (local.get $p) (f64.sub (local.get $s) (local.get $bb)))
+                           (f64.sub (local.get $c64) (local.get $bb))))
+    (local.set $sb (i64.reinterpret_f64 (local.get $s)))
+    (if (i32.and (i32.and (f64.ne (local.get $e) (f64.const 0))
+                          (i64.eqz (i64.and (local.get $sb) (i64.const 1))))
+                 (f64.lt (f64.abs (local.get $s)) (f64.const inf)))
+      (then
+        (local.set $s (f64.reinterpret_i64
+          (select (i64.add (local.get $sb) (i64.const 1)) (i64.sub (local.get $sb) (i64.const 1))
+            (i32.eq (f64.gt (local.get $e) (f64.const 0)) (f64.gt (local.get $s) (f64.const 0))))))))
+    (f32.demote_f64 (local.get $s)))"""
+    return f"(call {_helper(mod, name, text)} {a} {b} {c})"

@@ -11,11 +11,13 @@ digest are computed by the very same functions.
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import wasmtime
 
 from kera_core.backends.wasm import structs
+from kera_core.interp import printing
 from kera_core.interp.api import Output, RunResult, _user_dims, entry_signature
 from kera_core.interp.errors import InputError, InterpError
 from kera_core.interp.values import bind_dims, concrete_type, dtype_of, value_in, value_out
@@ -77,6 +79,7 @@ def run_wasm(
     provenance=None,
     fuel: int = DEFAULT_FUEL,
     memory_limit: int = DEFAULT_MEMORY,
+    stdout=None,
 ) -> RunResult:
     """Run export ``fn_name`` of ``wasm`` (lowered from ``graph``) on host ``inputs``."""
     src = graph if provenance is None else _WithProv(graph, provenance)
@@ -105,7 +108,11 @@ def run_wasm(
     store.set_fuel(fuel)
     store.set_limits(memory_size=memory_limit)
     module = _module(eng, wasm)
-    inst = wasmtime.Instance(store, module, [])  # no imports: pure functions need none
+    printed: list[str] = []
+    imports = []
+    if any(i.module == "kera" and i.name == "print" for i in module.imports):
+        imports.append(_print_import(store, printed, stdout))  # only `! io` functions import it
+    inst = wasmtime.Instance(store, module, imports)
     ex = inst.exports(store)
     mem = ex["memory"]
     alloc = ex["kera_alloc"]
@@ -141,7 +148,68 @@ def run_wasm(
             name, key, t = sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i])
         ct = concrete_type(t, bound)
         outs.append(Output(name, ct, value_out(ct, _read(store, mem, ct, r)), key))
-    return RunResult(fn.name, outs, {sig.dim_names[i]: n for i, n in sorted(bound.items())})
+    return RunResult(
+        fn.name,
+        outs,
+        {sig.dim_names[i]: n for i, n in sorted(bound.items())},
+        "".join(printed),
+        "io" in fn.type.effects,
+    )
+
+
+def _print_import(store, printed: list[str], stdout) -> wasmtime.Func:
+    """`kera.print(desc, len, value, shape)`: format as the interpreter does (printing.py).
+
+    ``desc`` is the JSON descriptor the emitter put in a data segment: ``{"text": …}``,
+    ``{"elem": …}`` (a scalar at ``value``), ``{"elem": …, "rank": r}`` (a tensor at
+    ``value``, its r dims as i64 at ``shape``) or ``{"struct": [[offset, field], …]}``.
+    """
+    i32 = wasmtime.ValType.i32()
+    ty = wasmtime.FuncType([i32, i32, i32, i32], [])
+
+    def host(caller, desc_at: int, desc_len: int, ptr: int, shape_at: int) -> None:
+        mem = caller["memory"]
+        desc = json.loads(bytes(mem.read(caller, desc_at, desc_at + desc_len)))
+        if "text" in desc:
+            s = desc["text"]
+        else:
+            s = printing.format_value(_print_value(caller, mem, desc, ptr, shape_at))
+        printed.append(s)
+        if stdout is not None:
+            stdout.write(s)
+
+    return wasmtime.Func(store, ty, host, access_caller=True)
+
+
+def _elem_at(caller, mem, name: str, at: int):
+    dt = np.dtype(dtype_of(Prim(name))).newbyteorder("<")
+    data = bytes(mem.read(caller, at, at + dt.itemsize))
+    return np.frombuffer(data, dtype=dt).astype(dtype_of(Prim(name)))[0]
+
+
+def _struct_at(caller, mem, fields: list, at: int) -> tuple:
+    return tuple(
+        _struct_at(caller, mem, f, at + off)
+        if isinstance(f, list)
+        else _elem_at(caller, mem, f, at + off)
+        for off, f in fields
+    )
+
+
+def _print_value(caller, mem, desc: dict, ptr: int, shape_at: int):
+    if "struct" in desc:
+        return _struct_at(caller, mem, desc["struct"], ptr)
+    if "rank" not in desc:
+        return _elem_at(caller, mem, desc["elem"], ptr)
+    r = desc["rank"]
+    shape = tuple(
+        int(x) for x in np.frombuffer(bytes(mem.read(caller, shape_at, shape_at + 8 * r)), "<i8")
+    )
+    p = Prim(desc["elem"])
+    dt = np.dtype(dtype_of(p)).newbyteorder("<")
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    data = bytes(mem.read(caller, ptr, ptr + n * dt.itemsize)) if n else b""
+    return np.frombuffer(data, dtype=dt).astype(dtype_of(p)).reshape(shape)
 
 
 class _WithProv:

@@ -30,6 +30,7 @@ ELEMENTWISE_BIN = {
     "lor",
 }
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+TERNARY = {"fma"}
 UNARY = {"neg", "not", "abs", "sqrt", "cast", "exp", "log", "tanh", "sigmoid"}
 REDUCE = {"sum", "max", "min", "mean", "dot"}
 CONTROL = {"if", "for", "while", "call", "range"}
@@ -38,13 +39,19 @@ TENSOR = {"index", "update", "full", "select", "move_to", "copy_to"}
 COMPOSITE = {"array", "argmax", "matmul", "conv1d", "softmax", "layernorm"}
 STRUCTS = {"struct", "field", "set_field"}
 SUPPORTED = (
-    ELEMENTWISE_BIN | COMPARE | UNARY | REDUCE | CONTROL | LEAVES | TENSOR | COMPOSITE | STRUCTS
+    ELEMENTWISE_BIN
+    | TERNARY
+    | COMPARE
+    | UNARY
+    | REDUCE
+    | CONTROL
+    | LEAVES
+    | TENSOR
+    | COMPOSITE
+    | STRUCTS
 )
 
-WHY = {
-    "fma": "WebAssembly has no fused multiply-add; the exact emulation is not emitted yet",
-    "print": "`print` needs a host import and shortest-round-trip float printing",
-}
+WHY: dict[str, str] = {}
 
 
 def _type_ok(t: Type) -> str | None:
@@ -59,7 +66,7 @@ def _type_ok(t: Type) -> str | None:
 
 
 def _node_reason(g: Graph, n: Node) -> str | None:
-    if n.op not in SUPPORTED:
+    if n.op not in SUPPORTED and n.op != "print":
         return WHY.get(n.op, f"`{n.op}` is not emitted yet")
     for t in n.types:
         r = _type_ok(t)
@@ -72,6 +79,11 @@ def _node_reason(g: Graph, n: Node) -> str | None:
             return r
     if n.op == "matmul" and _elem(in_types[0]).name == "bool":
         return "`matmul` of `bool` tensors is not emitted (the interpreter's sum of bools is an or)"
+    if n.op == "fma" and _elem(in_types[0]).name == "f64":
+        return (
+            "`fma` on f64: WebAssembly has no fused multiply-add and the exact f64 emulation "
+            "is not emitted yet (f32 is)"
+        )
     return None
 
 
@@ -104,8 +116,6 @@ def unsupported(g: Graph, fn_name: str) -> list[str]:
     if fn is None:
         return [f"no function `{fn_name}` in the graph"]
     reasons: list[str] = []
-    if "io" in fn.type.effects:
-        reasons.append(f"`{fn_name}` has the `io` effect (print needs a host import)")
     for f in reachable(g, fn):
         for t in (*f.type.params, f.type.result):
             r = _type_ok(t)
