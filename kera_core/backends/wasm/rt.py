@@ -104,7 +104,7 @@ def scalar(mod, op: str, p: Prim, *a: str) -> str:
             return math(mod, op, p, a[0])
         if op == "fma":
             return fma(mod, p, a[0], a[1], a[2])
-        raise NotImplementedError(op)
+        raise AssertionError(f"`{op}` is refused by support.unsupported")
     sg = "s" if p.is_signed else "u"
     if op in _INT_WRAP or op in ("land", "lor"):
         o = {"land": "and", "lor": "or"}.get(op, _INT_WRAP.get(op))
@@ -153,7 +153,7 @@ def scalar(mod, op: str, p: Prim, *a: str) -> str:
     (if ({w}.eqz (local.get $b)) (then (call $kera_fail (i32.const 2))))
     {body})"""
         return _norm(p, f"(call {_helper(mod, name, text)} {a[0]} {a[1]})")
-    raise NotImplementedError(op)
+    raise AssertionError(f"`{op}` is refused by support.unsupported")
 
 
 def cast(mod, src: Prim, to: Prim, a: str) -> str:
@@ -590,7 +590,7 @@ def fma(mod, p: Prim, a: str, b: str, c: str) -> str:
     are left as they are. f64 `fma` is refused by support.py.
     """
     if p.name != "f32":
-        raise NotImplementedError("fma on f64")
+        raise AssertionError("fma on f64 is refused by support.unsupported")
     name = "$fma_f32"
     text = """\
   (func $fma_f32 (param $a f32) (param $b f32) (param $c f32) (result f32)
