@@ -4,7 +4,6 @@ formatting, every example, deep input, and property tests over random programs."
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -592,22 +591,6 @@ DEEP = {
 def test_deep_and_long_input(src: str) -> None:
     assert not parse(src).has_errors
     assert_good(src)
-
-
-@pytest.mark.skipif(not os.environ.get("KERA_SLOW_TESTS"), reason="set KERA_SLOW_TESTS=1")
-def test_twenty_thousand_lines_format_in_seconds() -> None:
-    texts = [p.read_text() for p in EXAMPLES] or FIXTURES
-    chunks, lines, i = [], 0, 0
-    while lines < 20_000:
-        chunk = texts[i % len(texts)].replace("fn ", f"fn v{i}_").replace("struct ", f"struct S{i}")
-        chunks.append(chunk)
-        lines += chunk.count("\n")
-        i += 1
-    src = "\n".join(chunks)
-    start = time.perf_counter()
-    r = format_text(src)
-    assert r.ok
-    assert time.perf_counter() - start < 30
 
 
 # --- property tests over random programs -----------------------------------------------

@@ -62,17 +62,12 @@ def _bin_prec(green: GreenNode) -> int:
 
 
 class ExprRules:
-    # provided by Formatter
+    # provided by Formatter (kera_core/fmt/rules.py)
     split: Callable[[GreenNode, int], tuple[list[El], list[Cm]]]
 
-    def node(self, green: GreenNode, off: int) -> Doc:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def fmt(self, el: El) -> Doc:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def block(self, green: GreenNode, off: int, flat_ok: bool = False) -> Doc:  # pragma: no cover
-        raise NotImplementedError
+    node: Callable[[GreenNode, int], Doc]
+    fmt: Callable[[El], Doc]
+    block: Callable[..., Doc]  # (green, off, flat_ok=False)
 
     def expr_rules(self) -> dict[SyntaxKind, Callable[[GreenNode, int], Doc]]:
         return {

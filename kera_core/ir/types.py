@@ -11,6 +11,7 @@ provenance table.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -40,11 +41,12 @@ def dim_names_for_display(names: tuple[str, ...]):
         DISPLAY_DIMS.reset(token)
 
 
-class Type:
+class Type(ABC):
     """Base of all types. Subclasses are frozen dataclasses."""
 
-    def encode(self, w: Writer) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def encode(self, w: Writer) -> None:
+        """Append the canonical encoding (docs/graph.md) to ``w``."""
 
     @cached_property
     def canonical(self) -> bytes:
@@ -56,8 +58,9 @@ class Type:
     def hash(self) -> bytes:
         return digest("type", self.canonical)
 
-    def display(self, dim_names: tuple[str, ...] = ()) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        """The type as a user writes it, symbolic dimensions spelled with ``dim_names``."""
 
     def __str__(self) -> str:
         return self.display(DISPLAY_DIMS.get())
