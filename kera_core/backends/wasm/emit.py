@@ -686,7 +686,7 @@ class ModuleEmitter:
             *imports,
             f'  (memory (export "memory") {max(1, (heap + 65535) >> 16)})',
             *data,
-            f"  (global $hp (mut i32) (i32.const {heap}))",
+            f'  (global $hp (export "kera_heap") (mut i32) (i32.const {heap}))',
             '  (global $err (export "kera_error") (mut i32) (i32.const 0))',
             rt.ALLOC,
             *self.helpers.values(),
