@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from kera_core.backends.wasm import composite, rt, structs
+from kera_core.backends.wasm import composite, fusion, rt, simd, structs
 from kera_core.backends.wasm.support import reachable
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -139,6 +139,7 @@ class FnEmitter:
         self.lines: list[str] = []
         self.depth = 2
         self.labels = 0
+        self.deferred: set[bytes] = set()  # computed inside their consumer (fusion.py)
 
     # --- locals and lines -------------------------------------------------------------
     def local(self, vt: str, hint: str = "v") -> str:
@@ -186,9 +187,13 @@ class FnEmitter:
         env: dict[tuple[bytes, int], str | None] = {}
         nodes = self.g.region_nodes(region)
         inplace = self._inplace_updates(region, nodes)
+        self.deferred |= fusion.plan(self.g, region, nodes, bool(inplace))
         for n in nodes:
             if n.op == "param":
                 env[(n.hash, 0)] = args[n.attr("index")]
+                continue
+            if n.hash in self.deferred:
+                env[(n.hash, 0)] = "$deferred"  # never read: the consumer inlines it
                 continue
             self.node(n, env, n.hash in inplace)
         return [env[(v.node, v.index)] for v in region.yields]
@@ -266,11 +271,9 @@ class FnEmitter:
             self.emit(f"local.set {outs[0]} {base}")
         elif op == "full":
             t = n.attr("type")
-            buf = self.alloc(t)
-            self.loop_elems(t, buf, lambda i: ins[0])
-            self.emit(f"local.set {outs[0]} (local.get {buf})")
+            self.emit(f"local.set {outs[0]} (local.get {self.full(t, ins[0])})")
         elif op in ("sum", "max", "min", "mean", "dot"):
-            self.reduce(n, ins, tin, outs[0])
+            self.reduce(n, env, ins, tin, outs[0])
         elif op == "if":
             self.if_(n, env, ins, outs)
         elif op == "for":
@@ -286,7 +289,7 @@ class FnEmitter:
         elif op in structs.OPS:
             structs.OPS[op](self, n, ins, tin, outs[0])
         else:
-            self.elementwise(n, ins, tin, outs[0])
+            self.elementwise(n, env, ins, tin, outs[0])
 
     # --- print (the io effect) -------------------------------------------------------------
     def print_(self, n: Node, ins, tin) -> None:
@@ -360,36 +363,38 @@ class FnEmitter:
         self.emit("))")
 
     # --- elementwise --------------------------------------------------------------------
-    def elementwise(self, n: Node, ins, tin, out: str) -> None:
-        op = n.op
-        in_elems = [elem_of(t) for t in tin]
-        if n.op == "cast":
-            src = in_elems[0]
-            to = n.attr("to")
-            f = lambda a: rt.cast(self.mod, src, to, a)  # noqa: E731
+    def elementwise(self, n: Node, env, ins, tin, out: str) -> None:
+        """One elementwise operation; on tensors one loop over its fused tree (fusion.py)."""
+        if isinstance(strip_ref(n.types[0]), Tensor):
+            buf = fusion.emit_map(self, fusion.tree(self, env, n))
+            self.emit(f"local.set {out} (local.get {buf})")
+        elif n.op == "cast":
+            self.emit(f"local.set {out} {rt.cast(self.mod, elem_of(tin[0]), n.attr('to'), ins[0])}")
         else:
-            p = in_elems[0]
-            f = lambda *a: rt.scalar(self.mod, op, p, *a)  # noqa: E731
-        rt_t = strip_ref(n.types[0])
-        if not isinstance(rt_t, Tensor):
-            self.emit(f"local.set {out} {f(*ins)}")
-            return
-        buf = self.alloc(rt_t)
+            self.emit(f"local.set {out} {rt.scalar(self.mod, n.op, elem_of(tin[0]), *ins)}")
 
-        def elem(i: str) -> list[str]:
-            args = []
-            for e, t in zip(ins, tin, strict=True):
-                tt = strip_ref(t)
-                if isinstance(tt, Tensor):
-                    sz = size_of(tt.elem)
-                    k = self.broadcast_index(tt, rt_t, f"(local.get {i})")
-                    args.append(load(tt.elem, f"(i32.add {e} (i32.mul {k} (i32.const {sz})))"))
-                else:
-                    args.append(e)
-            return f(*args)
-
-        self.loop_elems(rt_t, buf, elem)
-        self.emit(f"local.set {out} (local.get {buf})")
+    def full(self, t: Type, v: str) -> str:
+        """A fresh buffer of tensor type ``t`` with every element ``v``: 16 bytes per store."""
+        p = elem_of(t)
+        sz = size_of(p)
+        buf = self.alloc(t)
+        sp, end, a = self.local("v128", "sp"), self.local("i32", "end"), self.local("i32", "a")
+        self.emit(f"local.set {sp} {simd.splat(p, v)}")
+        self.emit(f"local.set {a} (local.get {buf})")
+        self.emit(
+            f"local.set {end} (i32.add (local.get {buf}) "
+            f"(i32.wrap_i64 (i64.mul {self.count(t)} (i64.const {sz}))))"
+        )
+        brk, top = self.label("brk"), self.label("top")
+        self.emit(f"(block {brk} (loop {top}")
+        self.depth += 1  # the last store may pass the end: blocks are padded to 16 bytes
+        self.emit(f"(br_if {brk} (i32.ge_u (local.get {a}) (local.get {end})))")
+        self.emit(f"(v128.store (local.get {a}) (local.get {sp}))")
+        self.emit(f"local.set {a} (i32.add (local.get {a}) (i32.const 16))")
+        self.emit(f"br {top}")
+        self.depth -= 1
+        self.emit("))")
+        return buf
 
     def broadcast_index(self, src: Tensor, out: Tensor, i: str) -> str:
         """The flat index into ``src`` of flat element ``i`` of the broadcast shape ``out``.
@@ -424,16 +429,31 @@ class FnEmitter:
         return e
 
     # --- reductions ---------------------------------------------------------------------
-    def reduce(self, n: Node, ins, tin, out: str) -> None:
+    def operand_tree(self, env, v: Value):
+        """Tensor operand ``v`` as an expression tree: its deferred operation, or its buffer."""
+        src = self.g.nodes[v.node]
+        if src.hash in self.deferred:
+            return fusion.tree(self, env, src)
+        return fusion.Leaf(self.val(env, v), strip_ref(self.g.type_of(v)))
+
+    def reduce(self, n: Node, env, ins, tin, out: str) -> None:
         t = strip_ref(tin[0])
         p = t.elem
+        if p.is_float and n.op in ("sum", "mean", "dot"):
+            x = self.operand_tree(env, n.inputs[0])
+            if n.op == "dot":  # the rounded products, summed canonically
+                x = fusion.Op("mul", p, t, [x, self.operand_tree(env, n.inputs[1])])
+            s = fusion.emit_sum(self, x, t)
+            e = f"(local.get {s})"
+            if n.op == "mean":
+                e = f"({p.name}.div {e} ({p.name}.convert_i64_s {self.count(t)}))"
+            self.emit(f"local.set {out} {e}")
+            return
         cnt = f"(i32.wrap_i64 {self.count(t)})"
         src = ins[0]
-        if n.op == "dot":
-            prod = self.local("i32", "prod")
-            self.emit(
-                f"local.set {prod} (call $kera_alloc (i64.mul {self.count(t)} (i64.const {size_of(p)})))"
-            )
+        op = n.op
+        if op == "dot":
+            prod = self.alloc(t)
             sz = size_of(p)
             a, b = ins
 
@@ -450,23 +470,18 @@ class FnEmitter:
             self.loop_elems(t, prod, mul)
             src = f"(local.get {prod})"
             op = "sum"
-        else:
-            op = n.op
         helper = rt.reduction(self.mod, "sum" if op == "mean" else op, p)
         e = f"(call {helper} {src} {cnt})"
         if op == "mean":
-            if p.is_float:
-                e = f"({p.name}.div {e} ({p.name}.convert_i64_s {self.count(t)}))"
-            else:
-                s = self.local(valtype(p), "s")
-                self.emit(f"local.set {s} {e}")
-                w = "i64" if p.bits == 64 else "i32"
-                k = self.count(t) if p.bits == 64 else f"(i32.wrap_i64 {self.count(t)})"
-                sg = "s" if p.is_signed else "u"
-                e = norm(p, f"({w}.div_{sg} (local.get {s}) {k})")
-                self.emit(
-                    f"(if (i64.eqz {self.count(t)}) (then (call $kera_fail (i32.const {ERR_EMPTY}))))"
-                )
+            s = self.local(valtype(p), "s")
+            self.emit(f"local.set {s} {e}")
+            w = "i64" if p.bits == 64 else "i32"
+            k = self.count(t) if p.bits == 64 else f"(i32.wrap_i64 {self.count(t)})"
+            sg = "s" if p.is_signed else "u"
+            e = norm(p, f"({w}.div_{sg} (local.get {s}) {k})")
+            self.emit(
+                f"(if (i64.eqz {self.count(t)}) (then (call $kera_fail (i32.const {ERR_EMPTY}))))"
+            )
         self.emit(f"local.set {out} {e}")
 
     # --- control --------------------------------------------------------------------------
@@ -726,7 +741,7 @@ class ModuleEmitter:
                     dd = f"(i64.const {d})" if isinstance(d, int) else f"(local.get $d{d.index})"
                     n = f"(i64.mul {n} {dd})"
                 body.append(
-                    f"    (call {rt.canon_tensor(self, p)} (local.get $r{i}) (i32.wrap_i64 {n}))"
+                    f"    (call {simd.canon_tensor(self, p)} (local.get $r{i}) (i32.wrap_i64 {n}))"
                 )
             else:
                 body.append(f"    (local.set $r{i} {rt.canon(p, f'(local.get $r{i})', f'$r{i}')})")

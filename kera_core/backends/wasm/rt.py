@@ -57,22 +57,6 @@ def canon(p: Prim, e: str, local: str) -> str:
     return f"(select {nan} {e} ({p.name}.ne (local.get {local}) (local.get {local})))"
 
 
-def canon_tensor(mod, p: Prim) -> str:
-    name = f"$canon_{p.name}"
-    w = p.name
-    sz = p.bits // 8
-    text = f"""\
-  (func {name} (param $a i32) (param $n i32) (local $i i32) (local $x {w})
-    (block $b (loop $l
-      (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
-      (local.set $x ({w}.load (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz})))))
-      ({w}.store (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz})))
-        {canon(p, "(local.get $x)", "$x")})
-      (local.set $i (i32.add (local.get $i) (i32.const 1)))
-      (br $l))))"""
-    return _helper(mod, name, text)
-
-
 _FLOAT_BIN = {
     "add": "add",
     "sub": "sub",
@@ -213,11 +197,12 @@ def reduction(mod, op: str, p: Prim) -> str:
         return _helper(mod, name, text)
     if op in ("max", "min"):
         if p.is_float:
-            comb = f"({w}.{op} (local.get $s) (local.get $x))"
-        else:
-            sg = "s" if p.is_signed else "u"
-            c = "gt" if op == "max" else "lt"
-            comb = f"(select (local.get $x) (local.get $s) ({w}.{c}_{sg} (local.get $x) (local.get $s)))"
+            from kera_core.backends.wasm import simd
+
+            return simd.fold_helper(mod, op, p)
+        sg = "s" if p.is_signed else "u"
+        c = "gt" if op == "max" else "lt"
+        comb = f"(select (local.get $x) (local.get $s) ({w}.{c}_{sg} (local.get $x) (local.get $s)))"
         text = f"""\
   (func {name} (param $a i32) (param $n i32) (result {w}) (local $i i32) (local $s {w}) (local $x {w})
     (if (i32.eqz (local.get $n)) (then (call $kera_fail (i32.const 4))))
@@ -232,73 +217,9 @@ def reduction(mod, op: str, p: Prim) -> str:
     (local.get $s))"""
         return _helper(mod, name, text)
     assert op == "sum"
-    return _float_sum(mod, p)
+    from kera_core.backends.wasm import simd
 
-
-def _float_sum(mod, p: Prim) -> str:
-    """The canonical sum of docs/semantics.md §7.1: tiles of 1024, 16 lanes, fixed trees.
-
-    Lane totals live at address 0 (16 slots); tile totals go to a scratch buffer and are
-    combined by the left-complete tree (``$tree_…``, recursive).
-    """
-    w = p.name
-    sz = p.bits // 8
-    tree = f"$tree_{w}"
-    _helper(
-        mod,
-        tree,
-        f"""\
-  (func {tree} (param $t i32) (param $lo i32) (param $hi i32) (result {w}) (local $mid i32)
-    (if (result {w}) (i32.eq (i32.sub (local.get $hi) (local.get $lo)) (i32.const 1))
-      (then ({w}.load (i32.add (local.get $t) (i32.mul (local.get $lo) (i32.const {sz})))))
-      (else
-        (local.set $mid (i32.add (local.get $lo) (i32.shl (i32.const 1)
-          (i32.sub (i32.const 31) (i32.clz (i32.sub (i32.sub (local.get $hi) (local.get $lo)) (i32.const 1)))))))
-        ({w}.add (call {tree} (local.get $t) (local.get $lo) (local.get $mid))
-                 (call {tree} (local.get $t) (local.get $mid) (local.get $hi))))))""",
-    )
-    lane = f"(i32.mul (local.get $j) (i32.const {sz}))"
-    lanes = f"(i32.mul (i32.and (local.get $i) (i32.const 15)) (i32.const {sz}))"
-    # the fixed lane tree: width 8, 4, 2, 1
-    tree_steps = []
-    for width in (8, 4, 2, 1):
-        for j in range(width):
-            tree_steps.append(
-                f"    ({w}.store (i32.const {j * sz}) ({w}.add ({w}.load (i32.const {j * sz})) "
-                f"({w}.load (i32.const {(j + width) * sz}))))"
-            )
-    tree_code = "\n".join(tree_steps)
-    name = f"$sum_{w}"
-    text = f"""\
-  (func {name} (param $a i32) (param $n i32) (result {w})
-    (local $m i32) (local $t i32) (local $k i32) (local $i i32) (local $end i32) (local $j i32)
-    (if (i32.eqz (local.get $n)) (then (return ({w}.const 0))))
-    (local.set $m (i32.shr_u (i32.add (local.get $n) (i32.const 1023)) (i32.const 10)))
-    (local.set $t (call $kera_alloc (i64.extend_i32_u (i32.mul (local.get $m) (i32.const {sz})))))
-    (local.set $k (i32.const 0))
-    (block $tb (loop $tl
-      (br_if $tb (i32.ge_u (local.get $k) (local.get $m)))
-      (local.set $j (i32.const 0))
-      (block $zb (loop $zl
-        (br_if $zb (i32.ge_u (local.get $j) (i32.const 16)))
-        ({w}.store {lane} ({w}.const 0))
-        (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $zl)))
-      (local.set $i (i32.shl (local.get $k) (i32.const 10)))
-      (local.set $end (i32.add (local.get $i) (i32.const 1024)))
-      (if (i32.gt_u (local.get $end) (local.get $n)) (then (local.set $end (local.get $n))))
-      (block $eb (loop $el
-        (br_if $eb (i32.ge_u (local.get $i) (local.get $end)))
-        ({w}.store {lanes} ({w}.add ({w}.load {lanes})
-          ({w}.load (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const {sz}))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $el)))
-{tree_code}
-      ({w}.store (i32.add (local.get $t) (i32.mul (local.get $k) (i32.const {sz}))) ({w}.load (i32.const 0)))
-      (local.set $k (i32.add (local.get $k) (i32.const 1)))
-      (br $tl)))
-    (call {tree} (local.get $t) (i32.const 0) (local.get $m)))"""
-    return _helper(mod, name, text)
+    return simd.sum_helper(mod, p)
 
 
 # --- elementary functions: the step lists of docs/semantics.md §6 ----------------------
