@@ -1,4 +1,4 @@
-"""exp, log, tanh, sigmoid, sqrt (docs/semantics.md §5): special cases and accuracy.
+"""exp, log, tanh, sigmoid, sqrt (docs/semantics.md §6): special cases and accuracy.
 
 The exhaustive binary32 accuracy run is scripts/ulp_table.py (tens of minutes); here a
 sample keeps the default test run fast.

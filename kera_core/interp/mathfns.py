@@ -1,6 +1,6 @@
 """`exp`, `log`, `tanh`, `sigmoid` and `sqrt` as fixed sequences of IEEE operations.
 
-These functions *are* the definitions in docs/semantics.md §5: every line below is one
+These functions *are* the definitions in docs/semantics.md §6: every line below is one
 correctly rounded operation (or an exact bit manipulation), in the order written there,
 and a backend reproduces the same sequence. No fma is used, so a target without a fused
 multiply-add (WebAssembly) computes them at full speed.
@@ -38,7 +38,7 @@ def _b64(x: float) -> int:
 
 @dataclass(frozen=True)
 class MathConsts:
-    """The constants of one float format, as bit patterns (docs/semantics.md §5)."""
+    """The constants of one float format, as bit patterns (docs/semantics.md §6)."""
 
     inv_ln2: int
     ln2_hi: int
@@ -145,7 +145,7 @@ def _horner(t, coeffs, k):
 
 @_quiet
 def exp(x):
-    """e**x (docs/semantics.md §5.2)."""
+    """e**x (docs/semantics.md §6.2)."""
     x, f, c, k = _setup(x)
     over = x > k(c.exp_over)
     under = x < k(c.exp_under)
@@ -181,7 +181,7 @@ def _masked(x, mask, value):
 
 @_quiet
 def log(x):
-    """Natural logarithm (docs/semantics.md §5.3)."""
+    """Natural logarithm (docs/semantics.md §6.3)."""
     x, f, c, k = _setup(x)
     nan = np.isnan(x) | (x < 0)
     zero = x == 0
@@ -221,7 +221,7 @@ def log(x):
 
 @_quiet
 def tanh(x):
-    """Hyperbolic tangent (docs/semantics.md §5.4)."""
+    """Hyperbolic tangent (docs/semantics.md §6.4)."""
     x, f, c, k = _setup(x)
     a = np.abs(x)
     one, two = f.dtype(1), f.dtype(2)
@@ -257,7 +257,7 @@ def _horner_high_first(t, coeffs, k):
 
 @_quiet
 def sigmoid(x):
-    """1 / (1 + e**-x), computed without overflow (docs/semantics.md §5.5)."""
+    """1 / (1 + e**-x), computed without overflow (docs/semantics.md §6.5)."""
     x, f, c, k = _setup(x)
     e = exp(-np.abs(x))
     d = f.dtype(1) + e
