@@ -140,6 +140,7 @@ class FnEmitter:
         self.depth = 2
         self.labels = 0
         self.deferred: set[bytes] = set()  # computed inside their consumer (fusion.py)
+        self.regions: list[bytes] = []  # the regions being emitted, innermost last
 
     # --- locals and lines -------------------------------------------------------------
     def local(self, vt: str, hint: str = "v") -> str:
@@ -186,6 +187,7 @@ class FnEmitter:
         """Emit ``region`` with its parameters bound to ``args``; the locals it yields."""
         env: dict[tuple[bytes, int], str | None] = {}
         nodes = self.g.region_nodes(region)
+        self.regions.append(region.hash)
         inplace = self._inplace_updates(region, nodes)
         self.deferred |= fusion.plan(self.g, region, nodes, bool(inplace))
         for n in nodes:
@@ -196,6 +198,7 @@ class FnEmitter:
                 env[(n.hash, 0)] = "$deferred"  # never read: the consumer inlines it
                 continue
             self.node(n, env, n.hash in inplace)
+        self.regions.pop()
         return [env[(v.node, v.index)] for v in region.yields]
 
     def val(self, env, v: Value) -> str:
@@ -523,10 +526,11 @@ class FnEmitter:
 
     def _enter_carried(self, n: Node, carried_ins, carried_types, outs) -> None:
         owned = self.mod.owned_slots.get(n.hash, set())
+        region = self.regions[-1]
         for k, (e, t, o) in enumerate(zip(carried_ins, carried_types, outs, strict=True)):
             if o is None:
                 continue
-            if k in owned:
+            if k in owned and (region, n.hash, k) not in self.mod.handed_over:
                 self.emit(f"local.set {o} (local.get {self.copy(t, e)})")
             else:
                 self.emit(f"local.set {o} {e}")
@@ -607,6 +611,9 @@ class ModuleEmitter:
         self.funcs: dict[str, str] = {}
         self.inplace: dict[bytes, set[bytes]] = {}
         self.owned_slots: dict[bytes, set[int]] = {}
+        # (region, inner loop, slot): the region hands the loop a buffer it owns, uncopied
+        self.handed_over: set[tuple[bytes, bytes, int]] = set()
+        self._planned: set[bytes] = set()
         self.segments: list[tuple[int, bytes]] = []
         self.data_end = rt.HEAP_BASE
         for f in reachable(g, fn):
@@ -629,7 +636,17 @@ class ModuleEmitter:
         return at, len(payload)
 
     def _plan_loop(self, loop: Node) -> None:
-        """Which carried tensors the loop may update in place (module docstring)."""
+        """Which carried tensors the loop may update in place (module docstring).
+
+        A carried tensor qualifies when its chain through the body is linear: each link
+        is an ``update`` of it or an inner loop that takes it as a carried value and
+        itself updates that slot in place (the inner loop then takes the buffer over
+        without copying it: ``handed_over``), every other use is a reader the next link
+        depends on, and the chain ends in the yield at the tensor's own position.
+        """
+        if loop.hash in self._planned:
+            return
+        self._planned.add(loop.hash)
         body = self.g.regions[loop.regions[-1]]
         off = 1 if loop.op == "for" else 0
         nodes = self.g.region_nodes(body)
@@ -646,34 +663,59 @@ class ModuleEmitter:
             if p is None:
                 continue
             chain: list[Node] = []
+            handed: list[tuple[bytes, bytes, int]] = []
             cur = Value(p.hash, 0)
             ok = True
             while True:
                 us = uses.get((cur.node, cur.index), [])
-                ups = [u for u in us if u.op == "update" and u.inputs[0] == cur]
-                others = [u for u in us if u not in ups]
+                links = [u for u in us if self._link(u, cur) is not None]
+                others = [u for u in us if u not in links]
                 if cur in yields:
-                    if yields.count(cur) != 1 or yields.index(cur) != k or ups or not chain:
+                    done = chain or handed
+                    if yields.count(cur) != 1 or yields.index(cur) != k or links or not done:
                         ok = False
                     elif any(u.op not in SAFE_READERS for u in others):
                         ok = False
                     break
-                if len(ups) != 1:
+                if len(links) != 1:
                     ok = False
                     break
-                up = ups[0]
-                anc = self._ancestors(up)
+                link = links[0]
+                slot = self._link(link, cur)
+                anc = self._ancestors(link)
                 if any(u.op not in SAFE_READERS or u.hash not in anc for u in others):
                     ok = False
                     break
-                if any(v == cur for v in up.inputs[1:]):
+                if sum(1 for v in link.inputs if v == cur) != 1:
                     ok = False
                     break
-                chain.append(up)
-                cur = Value(up.hash, 0)
-            if ok and chain:
-                self.inplace.setdefault(body.hash, set()).update(u.hash for u in chain)
+                if link.op == "update":
+                    chain.append(link)
+                    cur = Value(link.hash, 0)
+                else:
+                    handed.append((body.hash, link.hash, slot))
+                    cur = Value(link.hash, slot)
+            if ok and (chain or handed):
+                self.inplace.setdefault(body.hash, set()).update(
+                    u.hash for u in chain if u.op == "update"
+                )
+                self.handed_over.update(handed)
                 self.owned_slots.setdefault(loop.hash, set()).add(k)
+
+    def _link(self, u: Node, cur: Value) -> int | None:
+        """How ``u`` continues the chain of ``cur``: 0 for an ``update`` of it, the slot
+        for an inner loop that carries it and updates that slot in place, else None."""
+        if u.op == "update":
+            return 0 if u.inputs[0] == cur else None
+        if u.op not in ("for", "while"):
+            return None
+        off = 1 if u.op == "for" else 0
+        carried = u.inputs[off : off + len(u.types)]
+        if cur not in carried:
+            return None
+        slot = list(carried).index(cur)
+        self._plan_loop(u)
+        return slot if slot in self.owned_slots.get(u.hash, set()) else None
 
     def _ancestors(self, n: Node) -> set[bytes]:
         seen: set[bytes] = set()
