@@ -107,13 +107,18 @@ def test_reductions_across_tiles(name: str, size: int) -> None:
         compare(m, name, inputs, dims)
 
 
+BOOL_MATMUL = (
+    "pub fn bool_mm[M, K, N](a: &bool[M, K], b: &bool[K, N]) -> bool[M, N] { matmul(a, b) }\n"
+)
+
+
 def test_unsupported_functions_give_reasons() -> None:
-    m = module("pub fn f64_fused[N](a: f64, x: &f64[N], y: &f64[N]) -> f64[N] { fma(a, x, y) }\n")
-    why = TARGET.unsupported(m.graph, "f64_fused")
-    assert why and "fused multiply-add" in why[0]
+    m = module(BOOL_MATMUL)
+    why = TARGET.unsupported(m.graph, "bool_mm")
+    assert why and "bool" in why[0]
     with pytest.raises(ValueError, match="cannot compile"):
-        TARGET.lower(m.graph, m.provenance, "f64_fused")
-    assert "not supported" in TARGET.preview(m.graph, m.provenance, "f64_fused")
+        TARGET.lower(m.graph, m.provenance, "bool_mm")
+    assert "not supported" in TARGET.preview(m.graph, m.provenance, "bool_mm")
     assert not TARGET.unsupported(
         example(os.path.join(ROOT, "examples", "saxpy.kera")).graph, "saxpy_fused"
     )
@@ -284,8 +289,7 @@ def test_run_module_is_a_drop_in_runner() -> None:
         run_module(m, "saxpy", inputs, dims).digest()
         == run_function(m, "saxpy", inputs, dims).digest()
     )
-    f64 = module("pub fn f64_fused[N](a: f64, x: &f64[N], y: &f64[N]) -> f64[N] { fma(a, x, y) }\n")
-    with pytest.raises(InputError, match="fused multiply-add"):
-        run_module(f64, "f64_fused", {"a": 1.0, "x": [1.0], "y": [2.0]}, {})
+    with pytest.raises(InputError, match="bool"):
+        run_module(module(BOOL_MATMUL), "bool_mm", {"a": [[True]], "b": [[False]]}, {})
     with pytest.raises(InputError, match="max-steps"):
         run_module(m, "saxpy", inputs, dims, max_steps=10)

@@ -202,7 +202,9 @@ def reduction(mod, op: str, p: Prim) -> str:
             return simd.fold_helper(mod, op, p)
         sg = "s" if p.is_signed else "u"
         c = "gt" if op == "max" else "lt"
-        comb = f"(select (local.get $x) (local.get $s) ({w}.{c}_{sg} (local.get $x) (local.get $s)))"
+        comb = (
+            f"(select (local.get $x) (local.get $s) ({w}.{c}_{sg} (local.get $x) (local.get $s)))"
+        )
         text = f"""\
   (func {name} (param $a i32) (param $n i32) (result {w}) (local $i i32) (local $s {w}) (local $x {w})
     (if (i32.eqz (local.get $n)) (then (call $kera_fail (i32.const 4))))
@@ -503,15 +505,15 @@ def fmod(mod, p: Prim, a: str, b: str) -> str:
 
 
 def fma(mod, p: Prim, a: str, b: str, c: str) -> str:
-    """`fma(a, b, c)` on f32: a*b + c rounded once, as the interpreter does it (fp._fma32).
+    """`fma(a, b, c)`: a*b + c rounded once, as the interpreter does it (fp._fma32, fp._fma64).
 
-    The product of two f32 is exact in f64; the sum p + c is rounded to f64 *to odd*
+    f32: the product of two f32 is exact in f64; the sum p + c is rounded to f64 *to odd*
     (round-to-nearest, then TwoSum's error sets the last bit when the sum was inexact),
     and the demotion to f32 then rounds correctly (53 >= 24 + 2). Infinite or NaN sums
-    are left as they are. f64 `fma` is refused by support.py.
+    are left as they are. f64: `$fma_f64`, exact integer arithmetic (see `_FMA64`).
     """
-    if p.name != "f32":
-        raise AssertionError("fma on f64 is refused by support.unsupported")
+    if p.name == "f64":
+        return f"(call {_helper(mod, '$fma_f64', _FMA64)} {a} {b} {c})"
     name = "$fma_f32"
     text = """\
   (func $fma_f32 (param $a f32) (param $b f32) (param $c f32) (result f32)
@@ -532,3 +534,155 @@ def fma(mod, p: Prim, a: str, b: str, c: str) -> str:
             (i32.eq (f64.gt (local.get $e) (f64.const 0)) (f64.gt (local.get $s) (f64.const 0))))))))
     (f32.demote_f64 (local.get $s)))"""
     return f"(call {_helper(mod, name, text)} {a} {b} {c})"
+
+
+def _g64(x: str) -> str:
+    return f"(local.get ${x})"
+
+
+def _fma64_unpack(x: str) -> str:
+    """$m{x}, $e{x} := an integer significand with its leading bit at bit 52 (0 for a zero)
+    and the exponent of its last bit: the finite f64 $i{x} is m * 2^e."""
+    m, e, i = f"$m{x}", f"$e{x}", f"$i{x}"
+    return f"""\
+    (local.set {e} (i64.and (i64.shr_u (local.get {i}) (i64.const 52)) (i64.const 2047)))
+    (local.set {m} (i64.and (local.get {i}) (i64.const 4503599627370495)))
+    (if (i64.eqz (local.get {e}))
+      (then (local.set {e} (i64.const 1)))
+      (else (local.set {m} (i64.or (local.get {m}) (i64.const 4503599627370496)))))
+    (local.set $t (i64.sub (i64.clz (local.get {m})) (i64.const 11)))
+    (local.set {m} (i64.shl (local.get {m}) (local.get $t)))
+    (local.set {e} (i64.sub (i64.sub (local.get {e}) (i64.const 1075)) (local.get $t)))"""
+
+
+def _fma64_shr(h: str, lo: str) -> str:
+    """(${h}, ${lo}) >>= $n (an unsigned 128-bit shift, $n >= 0); the bits shifted out are
+    or-ed into $st as 1."""
+    H, L, n = _g64(h), _g64(lo), "(local.get $n)"
+    nz = "(i64.extend_i32_u (i64.ne {} (i64.const 0)))"
+    mask = "(i64.sub (i64.shl (i64.const 1) {}) (i64.const 1))"
+    n64 = f"(i64.sub {n} (i64.const 64))"
+    return f"""\
+    (if (i64.ge_u {n} (i64.const 128))
+      (then
+        (local.set $st (i64.or (local.get $st) {nz.format(f"(i64.or {H} {L})")}))
+        (local.set ${h} (i64.const 0))
+        (local.set ${lo} (i64.const 0)))
+      (else (if (i64.ge_u {n} (i64.const 64))
+        (then
+          (local.set $st (i64.or (local.get $st)
+            {nz.format(f"(i64.or {L} (i64.and {H} {mask.format(n64)}))")}))
+          (local.set ${lo} (i64.shr_u {H} {n64}))
+          (local.set ${h} (i64.const 0)))
+        (else
+          (local.set $st (i64.or (local.get $st) {nz.format(f"(i64.and {L} {mask.format(n)})")}))
+          (local.set ${lo} (i64.or (i64.shr_u {L} {n})
+            (i64.shl (i64.shl {H} (i64.const 1)) (i64.sub (i64.const 63) {n}))))
+          (local.set ${h} (i64.shr_u {H} {n}))))))"""
+
+
+def _fma64_swap(x: str, y: str) -> str:
+    return (
+        f"(local.set $t (local.get ${x})) (local.set ${x} (local.get ${y}))"
+        f" (local.set ${y} (local.get $t))"
+    )
+
+
+# fma on f64 with integers. NaN, infinite or zero a/b, or NaN c: a*b + c in f64 is already
+# exact (IEEE); infinite c (a, b finite): c. Otherwise a = ma*2^ea, b = mb*2^eb, c = mc*2^ec
+# with 53-bit significands (subnormals normalised, mc = 0 for a zero c). The product
+# ma*mb (< 2^106, 64x64 -> 128 bits from 32-bit halves) and mc are both placed with their
+# leading bit at bit 125 of 128 (x = the larger magnitude, y the other); y is shifted right
+# to x's exponent with the bits shifted out kept as a sticky bit st, and
+# r = x + y or x - y - st (exact: the true sum lies in [r, r + 1) units, = r iff st = 0;
+# st = 1 only when the shift is > 20, so r still has >= 124 bits). r = 0: exact
+# cancellation, +0. Then q, the bit of r that becomes the f64's last bit (the leading bit
+# minus 52, or the one worth 2^-1074 when the result is subnormal), round to nearest even
+# on bit q-1 and the bits below it (and st), and the bits are (field << 52) + m, so that a
+# rounding carry moves into the exponent (and onto inf); a field >= 2046 is an overflow.
+_FMA64_LOCALS = (
+    "ia ib ic ma mb mc ea eb ec sx sy xh xl ex yh yl ey t n st rh rl q ef m a0 a1 b0 b1 lo mid"
+).split()
+_FMA64 = f"""\
+  (func $fma_f64 (param $a f64) (param $b f64) (param $c f64) (result f64)
+    {" ".join(f"(local ${v} i64)" for v in _FMA64_LOCALS)}
+    (if (i32.or (i32.or (i32.eqz (f64.lt (f64.abs (local.get $a)) (f64.const inf)))
+                        (i32.eqz (f64.lt (f64.abs (local.get $b)) (f64.const inf))))
+                (i32.or (f64.ne (local.get $c) (local.get $c))
+                        (i32.or (f64.eq (local.get $a) (f64.const 0))
+                                (f64.eq (local.get $b) (f64.const 0)))))
+      (then (return (f64.add (f64.mul (local.get $a) (local.get $b)) (local.get $c)))))
+    (if (f64.eq (f64.abs (local.get $c)) (f64.const inf)) (then (return (local.get $c))))
+    (local.set $ia (i64.reinterpret_f64 (local.get $a)))
+    (local.set $ib (i64.reinterpret_f64 (local.get $b)))
+    (local.set $ic (i64.reinterpret_f64 (local.get $c)))
+{_fma64_unpack("a")}
+{_fma64_unpack("b")}
+{_fma64_unpack("c")}
+    (local.set $a0 (i64.and (local.get $ma) (i64.const 4294967295)))
+    (local.set $a1 (i64.shr_u (local.get $ma) (i64.const 32)))
+    (local.set $b0 (i64.and (local.get $mb) (i64.const 4294967295)))
+    (local.set $b1 (i64.shr_u (local.get $mb) (i64.const 32)))
+    (local.set $lo (i64.mul (local.get $a0) (local.get $b0)))
+    (local.set $mid (i64.add (i64.mul (local.get $a1) (local.get $b0))
+                             (i64.mul (local.get $a0) (local.get $b1))))
+    (local.set $xl (i64.add (local.get $lo) (i64.shl (local.get $mid) (i64.const 32))))
+    (local.set $xh (i64.add (i64.add (i64.mul (local.get $a1) (local.get $b1))
+                                     (i64.shr_u (local.get $mid) (i64.const 32)))
+                            (i64.extend_i32_u (i64.lt_u (local.get $xl) (local.get $lo)))))
+    (local.set $t (i64.sub (i64.clz (local.get $xh)) (i64.const 2)))
+    (local.set $xh (i64.or (i64.shl (local.get $xh) (local.get $t))
+                           (i64.shr_u (local.get $xl) (i64.sub (i64.const 64) (local.get $t)))))
+    (local.set $xl (i64.shl (local.get $xl) (local.get $t)))
+    (local.set $ex (i64.sub (i64.add (local.get $ea) (local.get $eb)) (local.get $t)))
+    (local.set $sx (i64.and (i64.xor (local.get $ia) (local.get $ib)) (i64.const 0x8000000000000000)))
+    (local.set $yh (i64.shl (local.get $mc) (i64.const 9)))
+    (local.set $yl (i64.const 0))
+    (local.set $ey (select (i64.const -100000) (i64.sub (local.get $ec) (i64.const 73))
+                           (i64.eqz (local.get $mc))))
+    (local.set $sy (i64.and (local.get $ic) (i64.const 0x8000000000000000)))
+    (if (i32.or (i64.gt_s (local.get $ey) (local.get $ex))
+                (i32.and (i64.eq (local.get $ey) (local.get $ex))
+                         (i32.or (i64.gt_u (local.get $yh) (local.get $xh))
+                                 (i32.and (i64.eq (local.get $yh) (local.get $xh))
+                                          (i64.gt_u (local.get $yl) (local.get $xl))))))
+      (then
+        {_fma64_swap("xh", "yh")} {_fma64_swap("xl", "yl")}
+        {_fma64_swap("ex", "ey")} {_fma64_swap("sx", "sy")}))
+    (local.set $n (i64.sub (local.get $ex) (local.get $ey)))
+    (local.set $st (i64.const 0))
+{_fma64_shr("yh", "yl")}
+    (if (i64.eq (local.get $sx) (local.get $sy))
+      (then
+        (local.set $rl (i64.add (local.get $xl) (local.get $yl)))
+        (local.set $rh (i64.add (i64.add (local.get $xh) (local.get $yh))
+                                (i64.extend_i32_u (i64.lt_u (local.get $rl) (local.get $xl))))))
+      (else
+        (local.set $rl (i64.sub (local.get $xl) (local.get $yl)))
+        (local.set $rh (i64.sub (i64.sub (local.get $xh) (local.get $yh))
+                                (i64.extend_i32_u (i64.lt_u (local.get $xl) (local.get $yl)))))
+        (local.set $rh (i64.sub (local.get $rh)
+                                (i64.extend_i32_u (i64.lt_u (local.get $rl) (local.get $st)))))
+        (local.set $rl (i64.sub (local.get $rl) (local.get $st)))))
+    (if (i64.eqz (i64.or (local.get $rh) (local.get $rl))) (then (return (f64.const 0))))
+    (local.set $q (i64.sub (i64.const 75)
+      (select (i64.clz (local.get $rh)) (i64.add (i64.const 64) (i64.clz (local.get $rl)))
+              (i64.ne (local.get $rh) (i64.const 0)))))
+    (local.set $t (i64.sub (i64.const -1074) (local.get $ex)))
+    (if (i64.gt_s (local.get $t) (local.get $q)) (then (local.set $q (local.get $t))))
+    (local.set $ef (i64.add (i64.add (local.get $q) (local.get $ex)) (i64.const 1074)))
+    (if (i64.ge_s (local.get $ef) (i64.const 2046))
+      (then (return (f64.reinterpret_i64
+        (i64.or (local.get $sx) (i64.const 0x7FF0000000000000))))))
+    (if (i64.le_s (local.get $q) (i64.const 0))
+      (then (local.set $m (i64.shl (local.get $rl) (i64.sub (i64.const 0) (local.get $q)))))
+      (else
+        (local.set $n (i64.sub (local.get $q) (i64.const 1)))
+{_fma64_shr("rh", "rl")}
+        (local.set $m (i64.shr_u (local.get $rl) (i64.const 1)))
+        (if (i32.and (i32.wrap_i64 (local.get $rl))
+                     (i64.ne (i64.or (local.get $st) (i64.and (local.get $m) (i64.const 1)))
+                             (i64.const 0)))
+          (then (local.set $m (i64.add (local.get $m) (i64.const 1)))))))
+    (f64.reinterpret_i64 (i64.or (local.get $sx)
+      (i64.add (i64.shl (local.get $ef) (i64.const 52)) (local.get $m)))))"""

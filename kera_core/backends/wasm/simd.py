@@ -138,6 +138,7 @@ def canonical_sum(
     sz = p.bits // 8
     q_count = 16 // lanes(p)
     tree = tree_helper(mod, p)
+    mark = local("i32", "mark")
     nn, res, m, t, k, i, end = (
         local("i32", "sn"),
         local(w, "sum"),
@@ -156,6 +157,7 @@ def canonical_sum(
         f"(local.set {res} ({w}.const 0))",
         f"(if (i32.ne (local.get {nn}) (i32.const 0)) (then",
         f"  (local.set {m} (i32.shr_u (i32.add (local.get {nn}) (i32.const 1023)) (i32.const 10)))",
+        f"  (local.set {mark} (global.get $hp))",
         f"  (local.set {t} (call $kera_alloc (i64.extend_i32_u (i32.mul (local.get {m}) (i32.const {sz})))))",
         f"  (local.set {k} (i32.const 0))",
         f"  (block {tb} (loop {tl}",
@@ -203,7 +205,8 @@ def canonical_sum(
         f"({w}.load (i32.const 0)))",
         f"    (local.set {k} (i32.add (local.get {k}) (i32.const 1)))",
         f"    (br {tl})))",
-        f"  (local.set {res} (call {tree} (local.get {t}) (i32.const 0) (local.get {m})))))",
+        f"  (local.set {res} (call {tree} (local.get {t}) (i32.const 0) (local.get {m})))",
+        f"  (global.set $hp (local.get {mark}))))",  # the tile totals are dead: free them
     ]
     return out, res
 

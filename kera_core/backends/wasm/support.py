@@ -79,11 +79,6 @@ def _node_reason(g: Graph, n: Node) -> str | None:
             return r
     if n.op == "matmul" and _elem(in_types[0]).name == "bool":
         return "`matmul` of `bool` tensors is not emitted (the interpreter's sum of bools is an or)"
-    if n.op == "fma" and _elem(in_types[0]).name == "f64":
-        return (
-            "`fma` on f64: WebAssembly has no fused multiply-add and the exact f64 emulation "
-            "is not emitted yet (f32 is)"
-        )
     return None
 
 
