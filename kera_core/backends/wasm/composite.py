@@ -92,10 +92,27 @@ def argmax(fe, n, ins, tin, out: str) -> None:
     fe.emit(f"local.set {out} (call {h} {ins[0]} (i32.wrap_i64 {fe.count(t)}))")
 
 
-def matmul_helper(mod, p: Prim) -> str:
-    """``(a, b, out, M, K, N)``: out[i,j] = ((+0 + a[i,0]·b[0,j]) + a[i,1]·b[1,j]) + …"""
+# The element types with a SIMD kernel: their lane shape and element size in bytes.
+_VEC = {
+    "f32": ("f32x4", 4),
+    "f64": ("f64x2", 8),
+    "i32": ("i32x4", 4),
+    "u32": ("i32x4", 4),
+    "i64": ("i64x2", 8),
+    "u64": ("i64x2", 8),
+}
+# The register block of the SIMD kernel: _MR rows of `a` times _NR vectors of columns
+# (4×4: 16 accumulators; at 512² f32 the kernel runs at about one vector multiply and one
+# vector add per cycle, the bound for SIMD128 without fma, and costs ≈2.2 fuel per
+# multiply-add against ≈33 for the scalar loop).
+_MR = 4
+_NR = 4
+
+
+def _matmul_scalar(mod, p: Prim) -> str:
+    """``(a, b, out, M, K, N, j0)``: the scalar loop of §8.1 over the columns ``j0 ≤ j < N``."""
     emit = _emit_mod()
-    name = f"$matmul_{p.name}"
+    name = f"$matmul_{p.name}_cols"
     w = rt._w(p)
     zero = f"({w}.const 0)"
     ai = _at(
@@ -110,11 +127,11 @@ def matmul_helper(mod, p: Prim) -> str:
         p, "(local.get $c)", "(i32.add (i32.mul (local.get $i) (local.get $N)) (local.get $j))"
     )
     text = f"""\
-  (func {name} (param $a i32) (param $b i32) (param $c i32) (param $M i32) (param $K i32) (param $N i32)
+  (func {name} (param $a i32) (param $b i32) (param $c i32) (param $M i32) (param $K i32) (param $N i32) (param $j0 i32)
     (local $i i32) (local $j i32) (local $k i32) (local $s {w})
     (block $bi (loop $li
       (br_if $bi (i32.ge_u (local.get $i) (local.get $M)))
-      (local.set $j (i32.const 0))
+      (local.set $j (local.get $j0))
       (block $bj (loop $lj
         (br_if $bj (i32.ge_u (local.get $j) (local.get $N)))
         (local.set $s {zero})
@@ -132,6 +149,153 @@ def matmul_helper(mod, p: Prim) -> str:
     return rt._helper(mod, name, text)
 
 
+def _matmul_block(mod, p: Prim, mr: int, nr: int) -> str:
+    """``(a, bp, out, K, N, i0, j0, bs)``: rows ``i0 … i0+mr−1``, columns ``j0 … j0+nr·L−1``.
+
+    ``bp`` is the address of ``b[0, j0]`` and ``bs`` the byte stride from one ``k`` to the
+    next: ``b`` itself (``bs = N·size``) or a packed copy of the panel (``bs = nr·16``).
+
+    One ``v128`` accumulator per row and vector of ``L`` columns, from +0; for each ``k`` in
+    increasing order, each lane adds the rounded product ``a[i,k]·b[k,j]`` — §8.1's order per
+    element, ``L`` columns at a time. The accumulators stay in locals over the whole ``k``
+    loop and are stored once; each ``b`` vector is loaded once per ``k`` for all ``mr`` rows.
+    """
+    shape, sz = _VEC[p.name]
+    name = f"$matmul_{p.name}_{mr}x{nr}"
+    splat = f"v128.load{sz * 8}_splat"
+    decl = ["(local $pa i32) (local $pb i32) (local $pc i32) (local $end i32) (local $NS i32)"]
+    decl += [f"(local $o{r} i32)" for r in range(1, mr)]
+    decl += [f"(local $x{r} v128)" for r in range(mr)]
+    decl += [f"(local $v{v} v128)" for v in range(nr)]
+    decl += [f"(local $c{r}_{v} v128)" for r in range(mr) for v in range(nr)]
+    setup = [
+        f"(local.set $NS (i32.mul (local.get $N) (i32.const {sz})))",
+        f"(local.set $o1 (i32.mul (local.get $K) (i32.const {sz})))" if mr > 1 else "",
+    ]
+    setup += [
+        f"(local.set $o{r} (i32.add (local.get $o{r - 1}) (local.get $o1)))" for r in range(2, mr)
+    ]
+    setup += [
+        f"(local.set $pa (i32.add (local.get $a) (i32.mul (i32.mul (local.get $i0) (local.get $K)) (i32.const {sz}))))",
+        f"(local.set $end (i32.add (local.get $pa) (i32.mul (local.get $K) (i32.const {sz}))))",
+        "(local.set $pb (local.get $bp))",
+    ]
+    body = []
+    for v in range(nr):
+        off = f" offset={16 * v}" if v else ""
+        body.append(f"(local.set $v{v} (v128.load{off} align={sz} (local.get $pb)))")
+    for r in range(mr):
+        at = "(local.get $pa)" if r == 0 else f"(i32.add (local.get $pa) (local.get $o{r}))"
+        body.append(f"(local.set $x{r} ({splat} {at}))")
+        for v in range(nr):
+            c = f"$c{r}_{v}"
+            body.append(
+                f"(local.set {c} ({shape}.add (local.get {c}) "
+                f"({shape}.mul (local.get $x{r}) (local.get $v{v}))))"
+            )
+    body += [
+        f"(local.set $pa (i32.add (local.get $pa) (i32.const {sz})))",
+        "(local.set $pb (i32.add (local.get $pb) (local.get $bs)))",
+    ]
+    store = [
+        "(local.set $pc (i32.add (local.get $c) "
+        f"(i32.mul (i32.add (i32.mul (local.get $i0) (local.get $N)) (local.get $j0)) (i32.const {sz}))))"
+    ]
+    for r in range(mr):
+        if r:
+            store.append("(local.set $pc (i32.add (local.get $pc) (local.get $NS)))")
+        for v in range(nr):
+            off = f" offset={16 * v}" if v else ""
+            store.append(f"(v128.store{off} align={sz} (local.get $pc) (local.get $c{r}_{v}))")
+    nl = "\n    "
+    nl6 = "\n      "
+    text = f"""\
+  (func {name} (param $a i32) (param $bp i32) (param $c i32) (param $K i32) (param $N i32) (param $i0 i32) (param $j0 i32) (param $bs i32)
+    {" ".join(decl)}
+    {nl.join(s for s in setup if s)}
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $pa) (local.get $end)))
+      {nl6.join(body)}
+      (br $l)))
+    {nl.join(store)})"""
+    return rt._helper(mod, name, text)
+
+
+def matmul_helper(mod, p: Prim) -> str:
+    """``(a, b, out, M, K, N)``: out[i,j] = ((+0 + a[i,0]·b[0,j]) + a[i,1]·b[1,j]) + …
+
+    For `f32`, `f64` and the 32/64-bit integers the columns are computed ``L`` at a time
+    (``L`` = 16 bytes ÷ the element size) by register-blocked SIMD kernels
+    (:func:`_matmul_block`): blocks of ``_NR`` vectors of columns — ``_MR`` rows at a time,
+    then single rows — then single vectors of columns, and the last ``N mod L`` columns by
+    the scalar loop. Every element is the same sequence of rounded operations either way.
+    """
+    name = f"$matmul_{p.name}"
+    cols = _matmul_scalar(mod, p)
+    if p.name not in _VEC:
+        text = f"""\
+  (func {name} (param $a i32) (param $b i32) (param $c i32) (param $M i32) (param $K i32) (param $N i32)
+    (call {cols} (local.get $a) (local.get $b) (local.get $c) (local.get $M) (local.get $K) (local.get $N) (i32.const 0)))"""
+        return rt._helper(mod, name, text)
+    sz = _VEC[p.name][1]
+    lanes = 16 // sz
+    width = _NR * lanes  # columns of a packed panel
+    big, one = _matmul_block(mod, p, _MR, _NR), _matmul_block(mod, p, 1, _NR)
+    big1, one1 = _matmul_block(mod, p, _MR, 1), _matmul_block(mod, p, 1, 1)
+    args = "(local.get $a) (local.get $pk) (local.get $c) (local.get $K) (local.get $N)"
+    copy = "\n          ".join(
+        f"(v128.store offset={16 * v} (local.get $q) (v128.load offset={16 * v} (local.get $r)))"
+        for v in range(_NR)
+    )
+
+    def rows(blk: str, blk1: str, a: str, bs: str, tag: str) -> str:
+        """Call ``blk`` on _MR rows at a time, then ``blk1`` on the rows left over."""
+        return f"""\
+      (local.set $i (i32.const 0))
+      (block $bi{tag} (loop $li{tag}
+        (br_if $bi{tag} (i32.gt_u (i32.add (local.get $i) (i32.const {_MR})) (local.get $M)))
+        (call {blk} {a} (local.get $i) (local.get $j) {bs})
+        (local.set $i (i32.add (local.get $i) (i32.const {_MR})))
+        (br $li{tag})))
+      (block $bo{tag} (loop $lo{tag}
+        (br_if $bo{tag} (i32.ge_u (local.get $i) (local.get $M)))
+        (call {blk1} {a} (local.get $i) (local.get $j) {bs})
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $lo{tag})))"""
+
+    text = f"""\
+  (func {name} (param $a i32) (param $b i32) (param $c i32) (param $M i32) (param $K i32) (param $N i32)
+    (local $i i32) (local $j i32) (local $hp i32) (local $pk i32) (local $q i32) (local $r i32) (local $end i32)
+    ;; panels of {width} columns: copied to a contiguous scratch block (k-major), then run
+    (local.set $hp (global.get $hp))
+    (local.set $pk (call $kera_alloc (i64.extend_i32_u (i32.mul (local.get $K) (i32.const {width * sz})))))
+    (block $bj (loop $lj
+      (br_if $bj (i32.gt_u (i32.add (local.get $j) (i32.const {width})) (local.get $N)))
+      (local.set $q (local.get $pk))
+      (local.set $r (i32.add (local.get $b) (i32.mul (local.get $j) (i32.const {sz}))))
+      (local.set $end (i32.add (local.get $pk) (i32.mul (local.get $K) (i32.const {width * sz}))))
+      (block $bp (loop $lp
+        (br_if $bp (i32.ge_u (local.get $q) (local.get $end)))
+          {copy}
+        (local.set $q (i32.add (local.get $q) (i32.const {width * sz})))
+        (local.set $r (i32.add (local.get $r) (i32.mul (local.get $N) (i32.const {sz}))))
+        (br $lp)))
+{rows(big, one, args, f"(i32.const {width * sz})", "")}
+      (local.set $j (i32.add (local.get $j) (i32.const {width})))
+      (br $lj)))
+    (global.set $hp (local.get $hp))
+    ;; single vectors of {lanes} columns, straight from b
+    (block $bv (loop $lv
+      (br_if $bv (i32.gt_u (i32.add (local.get $j) (i32.const {lanes})) (local.get $N)))
+      (local.set $pk (i32.add (local.get $b) (i32.mul (local.get $j) (i32.const {sz}))))
+{rows(big1, one1, args, f"(i32.mul (local.get $N) (i32.const {sz}))", "1")}
+      (local.set $j (i32.add (local.get $j) (i32.const {lanes})))
+      (br $lv)))
+    ;; the last N mod {lanes} columns: scalar
+    (call {cols} (local.get $a) (local.get $b) (local.get $c) (local.get $M) (local.get $K) (local.get $N) (local.get $j)))"""
+    return rt._helper(mod, name, text)
+
+
 def matmul(fe, n, ins, tin, out: str) -> None:
     a, b = strip_ref(tin[0]), strip_ref(tin[1])
     t = strip_ref(n.types[0])
@@ -144,10 +308,10 @@ def matmul(fe, n, ins, tin, out: str) -> None:
     fe.emit(f"local.set {out} (local.get {buf})")
 
 
-def conv1d_helper(mod, p: Prim) -> str:
-    """``(x, k, out, N, K)``: y[i] = ((+0 + x[i]·k[0]) + x[i+1]·k[1]) + …, x[m ≥ N] = +0."""
+def _conv1d_scalar(mod, p: Prim) -> str:
+    """``(x, k, out, N, K, i0)``: §8.2's scalar loop for the outputs ``i0 ≤ i < N``."""
     emit = _emit_mod()
-    name = f"$conv1d_{p.name}"
+    name = f"$conv1d_{p.name}_from"
     w = p.name
     xv = (
         f"(if (result {w}) (i32.lt_u (i32.add (local.get $i) (local.get $j)) (local.get $N)) "
@@ -156,8 +320,9 @@ def conv1d_helper(mod, p: Prim) -> str:
     )
     kv = emit.load(p, _at(p, "(local.get $k)", "(local.get $j)"))
     text = f"""\
-  (func {name} (param $x i32) (param $k i32) (param $y i32) (param $N i32) (param $K i32)
+  (func {name} (param $x i32) (param $k i32) (param $y i32) (param $N i32) (param $K i32) (param $i0 i32)
     (local $i i32) (local $j i32) (local $s {w})
+    (local.set $i (local.get $i0))
     (block $bi (loop $li
       (br_if $bi (i32.ge_u (local.get $i) (local.get $N)))
       (local.set $s ({w}.const 0))
@@ -170,6 +335,86 @@ def conv1d_helper(mod, p: Prim) -> str:
       {emit.store(p, _at(p, "(local.get $y)", "(local.get $i)"), "(local.get $s)")}
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br $li))))"""
+    return rt._helper(mod, name, text)
+
+
+def _conv1d_block(mod, p: Prim, nr: int) -> str:
+    """``(x, k, y, K, i0)``: y[i0 … i0+nr·L−1], every tap in range (the caller checks).
+
+    One ``v128`` accumulator per ``L`` outputs, from +0; for each ``j`` in increasing order,
+    each lane adds the rounded product ``x[i+j]·k[j]`` — §8.2's order per element.
+    """
+    shape, sz = _VEC[p.name]
+    name = f"$conv1d_{p.name}_{nr}"
+    decl = " ".join(
+        ["(local $px i32) (local $pk i32) (local $end i32) (local $kv v128)"]
+        + [f"(local $c{t} v128)" for t in range(nr)]
+    )
+    body = [f"(local.set $kv (v128.load{sz * 8}_splat (local.get $pk)))"]
+    for t in range(nr):
+        off = f" offset={16 * t}" if t else ""
+        body.append(
+            f"(local.set $c{t} ({shape}.add (local.get $c{t}) ({shape}.mul "
+            f"(v128.load{off} align={sz} (local.get $px)) (local.get $kv))))"
+        )
+    stores = [
+        f"(v128.store{f' offset={16 * t}' if t else ''} align={sz} "
+        f"(i32.add (local.get $y) (i32.mul (local.get $i0) (i32.const {sz}))) (local.get $c{t}))"
+        for t in range(nr)
+    ]
+    nl, nl6 = "\n    ", "\n      "
+    text = f"""\
+  (func {name} (param $x i32) (param $k i32) (param $y i32) (param $K i32) (param $i0 i32)
+    {decl}
+    (local.set $px (i32.add (local.get $x) (i32.mul (local.get $i0) (i32.const {sz}))))
+    (local.set $pk (local.get $k))
+    (local.set $end (i32.add (local.get $k) (i32.mul (local.get $K) (i32.const {sz}))))
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $pk) (local.get $end)))
+      {nl6.join(body)}
+      (local.set $px (i32.add (local.get $px) (i32.const {sz})))
+      (local.set $pk (i32.add (local.get $pk) (i32.const {sz})))
+      (br $l)))
+    {nl.join(stores)})"""
+    return rt._helper(mod, name, text)
+
+
+def conv1d_helper(mod, p: Prim) -> str:
+    """``(x, k, out, N, K)``: y[i] = ((+0 + x[i]·k[0]) + x[i+1]·k[1]) + …, x[m ≥ N] = +0.
+
+    For `f32`/`f64`, blocks of outputs whose taps all lie inside ``x`` are computed by
+    :func:`_conv1d_block` (``_NR`` vectors, then single vectors); the rest — the outputs
+    whose window reaches past the end — by the scalar loop.
+    """
+    name = f"$conv1d_{p.name}"
+    scalar = _conv1d_scalar(mod, p)
+    if p.name not in ("f32", "f64"):
+        text = f"""\
+  (func {name} (param $x i32) (param $k i32) (param $y i32) (param $N i32) (param $K i32)
+    (call {scalar} (local.get $x) (local.get $k) (local.get $y) (local.get $N) (local.get $K) (i32.const 0)))"""
+        return rt._helper(mod, name, text)
+    lanes = 16 // _VEC[p.name][1]
+    args = "(local.get $x) (local.get $k) (local.get $y) (local.get $K) (local.get $i)"
+
+    def run(nr: int) -> str:
+        blk = _conv1d_block(mod, p, nr)
+        return f"""\
+    (block $b{nr} (loop $l{nr}
+      (br_if $b{nr} (i32.gt_u (i32.add (local.get $i) (i32.const {nr * lanes})) (local.get $lim)))
+      (call {blk} {args})
+      (local.set $i (i32.add (local.get $i) (i32.const {nr * lanes})))
+      (br $l{nr})))"""
+
+    text = f"""\
+  (func {name} (param $x i32) (param $k i32) (param $y i32) (param $N i32) (param $K i32)
+    (local $i i32) (local $d i32) (local $lim i32)
+    ;; outputs i < lim read only x[i + j], j < K, inside x: lim = max(N − max(K − 1, 0), 0)
+    (local.set $d (select (i32.sub (local.get $K) (i32.const 1)) (i32.const 0) (local.get $K)))
+    (local.set $lim (select (i32.sub (local.get $N) (local.get $d)) (i32.const 0)
+      (i32.ge_u (local.get $N) (local.get $d))))
+{run(_NR)}
+{run(1)}
+    (call {scalar} (local.get $x) (local.get $k) (local.get $y) (local.get $N) (local.get $K) (local.get $i)))"""
     return rt._helper(mod, name, text)
 
 
