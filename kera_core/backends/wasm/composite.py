@@ -429,62 +429,38 @@ def conv1d(fe, n, ins, tin, out: str) -> None:
     fe.emit(f"local.set {out} (local.get {buf})")
 
 
-def _elem_at(fe, p: Prim, buf: str, i: str) -> str:
-    return _emit_mod().load(p, _at(p, buf, f"(local.get {i})"))
-
-
 def softmax(fe, n, ins, tin, out: str) -> None:
-    """m = max(x); e = exp(x − m); y = e ÷ sum(e) (§8.3)."""
+    """m = max(x); e = exp(x − m); y = e ÷ sum(e) (§8.3), as fused (SIMD) loops."""
+    from kera_core.backends.wasm.fusion import Leaf, Op, Scalar, emit_map, emit_sum
+
     t = strip_ref(tin[0])
     p = t.elem
     cnt = f"(i32.wrap_i64 {fe.count(t)})"
     m = fe.local(p.name, "m")
     fe.emit(f"local.set {m} (call {rt.reduction(fe.mod, 'max', p)} {ins[0]} {cnt})")
-    e = fe.alloc(t)
-    fe.loop_elems(
-        t,
-        e,
-        lambda i: rt.math(
-            fe.mod, "exp", p, f"({p.name}.sub {_elem_at(fe, p, ins[0], i)} (local.get {m}))"
-        ),
-    )
-    s = fe.local(p.name, "s")
-    fe.emit(f"local.set {s} (call {rt.reduction(fe.mod, 'sum', p)} (local.get {e}) {cnt})")
-    y = fe.alloc(t)
-    fe.loop_elems(
-        t, y, lambda i: f"({p.name}.div {_elem_at(fe, p, f'(local.get {e})', i)} (local.get {s}))"
-    )
+    shifted = Op("sub", p, t, [Leaf(ins[0], t), Scalar(f"(local.get {m})", p)])
+    e = emit_map(fe, Op("exp", p, t, [shifted]))
+    s = emit_sum(fe, Leaf(f"(local.get {e})", t), t)
+    y = emit_map(fe, Op("div", p, t, [Leaf(f"(local.get {e})", t), Scalar(f"(local.get {s})", p)]))
     fe.emit(f"local.set {out} (local.get {y})")
 
 
 def layernorm(fe, n, ins, tin, out: str) -> None:
-    """μ = mean(x); d = x − μ; v = mean(d·d); y = d ÷ sqrt(v + eps) (§8.4)."""
+    """μ = mean(x); d = x − μ; v = mean(d·d); y = d ÷ sqrt(v + eps) (§8.4), fused loops."""
+    from kera_core.backends.wasm.fusion import Leaf, Op, Scalar, emit_map, emit_sum
+
     t = strip_ref(tin[0])
     p = t.elem
     w = p.name
-    cnt = f"(i32.wrap_i64 {fe.count(t)})"
     nf = f"({w}.convert_i64_s {fe.count(t)})"
-    total = rt.reduction(fe.mod, "sum", p)
     mu = fe.local(w, "mu")
-    fe.emit(f"local.set {mu} ({w}.div (call {total} {ins[0]} {cnt}) {nf})")
-    d = fe.alloc(t)
-    fe.loop_elems(t, d, lambda i: f"({w}.sub {_elem_at(fe, p, ins[0], i)} (local.get {mu}))")
-    sq = fe.alloc(t)
-    fe.loop_elems(
-        t,
-        sq,
-        lambda i: (
-            f"({w}.mul {_elem_at(fe, p, f'(local.get {d})', i)} {_elem_at(fe, p, f'(local.get {d})', i)})"
-        ),
-    )
+    fe.emit(f"local.set {mu} ({w}.div (local.get {emit_sum(fe, Leaf(ins[0], t), t)}) {nf})")
+    d = emit_map(fe, Op("sub", p, t, [Leaf(ins[0], t), Scalar(f"(local.get {mu})", p)]))
+    dl = Leaf(f"(local.get {d})", t)
+    v = emit_sum(fe, Op("mul", p, t, [dl, dl]), t)
     den = fe.local(w, "den")
-    fe.emit(
-        f"local.set {den} ({w}.sqrt ({w}.add ({w}.div (call {total} (local.get {sq}) {cnt}) {nf}) {ins[1]}))"
-    )
-    y = fe.alloc(t)
-    fe.loop_elems(
-        t, y, lambda i: f"({w}.div {_elem_at(fe, p, f'(local.get {d})', i)} (local.get {den}))"
-    )
+    fe.emit(f"local.set {den} ({w}.sqrt ({w}.add ({w}.div (local.get {v}) {nf}) {ins[1]}))")
+    y = emit_map(fe, Op("div", p, t, [dl, Scalar(f"(local.get {den})", p)]))
     fe.emit(f"local.set {out} (local.get {y})")
 
 
