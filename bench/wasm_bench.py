@@ -1,18 +1,36 @@
 """The wasm target against the interpreter and numpy, and the wasm compile time.
 
 Usage: python bench/wasm_bench.py [--sizes 1000,10000,100000,1000000,10000000] [--reps 3]
+                                  [--kernels saxpy,matmul] [--no-compile]
 
 One run prints two tables.
 
-1. Run time. For each kernel and size N (elements per input; matmul: square matrices
-   of about N elements each, side round(sqrt(N))): the median wall time of wasm (one
-   call through `WasmTarget.run`: checking the inputs, a fresh instance, writing the
-   inputs into linear memory, the call, reading the outputs; the compiled module is
-   cached), of the reference interpreter, and of the plain numpy expression (which does
-   not follow Kera's reduction order: a speed yardstick only), the ratios interp/wasm and
-   wasm/numpy, and whether wasm's and the interpreter's output bytes agree. A kernel the
-   target cannot compile prints "unsupported"; the interpreter is not run where its
-   element-at-a-time loops would take too long ("-").
+1. Run time, for each kernel and size N (elements per input; matmul: square matrices of
+   side round(sqrt(N)) for each N, and always side 512 — the size at which the goals
+   are stated). Every time is the median of ``--reps`` runs (one run if the first takes
+   over 0.5 s):
+
+   * ``wasm ms``: one end-to-end call through `WasmTarget.run`: the fingerprint check,
+     checking the inputs, a fresh store and instance (the compiled module is cached),
+     writing the inputs into linear memory, the call, reading the outputs back into
+     numpy arrays and building the `RunResult`.
+   * ``call ms``: the exported function alone (`runtime.WasmInstance.call(read=False)`):
+     one instance, its inputs written into linear memory once beforehand; each timed
+     call refuels the store, saves `kera_heap`, calls the export and restores
+     `kera_heap`. Outputs are *not* read back (so no copy out of linear memory). The
+     run is under fuel metering, as every run of the target is.
+   * ``interp ms``: the reference interpreter (`run_function`), "-" where its
+     element-at-a-time loops would take too long.
+   * ``numpy ms``: the plain numpy expression (`np.sum`, `@` through BLAS, …), which does
+     not follow Kera's reduction order: a speed yardstick only.
+   * ``interp/wasm``, ``wasm/numpy``, ``call/numpy``: ratios of those times. The goals
+     (at 512²/large N): `call/numpy` within 10x for matmul, 2x for elementwise kernels,
+     3x for the deterministic sum.
+   * ``same``: whether wasm's and the interpreter's output bytes (result digests) agree
+     ("-" where the interpreter did not run). A repeated `call()` whose result differs
+     from the end-to-end run is reported as "CALL DIFFERS".
+
+   A kernel the target cannot compile prints "unsupported".
 2. Compile time per 1000 graph nodes, on generated straight-line and loop functions of
    about 1k and 10k nodes: WAT emission (`lower_wat`), assembly (`wasmtime.wat2wasm`,
    with the fingerprint section), and wasmtime's native compilation (Cranelift).
@@ -31,7 +49,7 @@ import wasmtime
 
 from kera_core.analysis import analyze
 from kera_core.backends.wasm import assemble, lower_wat
-from kera_core.backends.wasm.runtime import engine
+from kera_core.backends.wasm.runtime import WasmInstance, engine
 from kera_core.interp import InterpError, run_function
 from kera_core.targets.wasm import TARGET
 
@@ -114,6 +132,7 @@ INTERP_MAX_ITERS = 200_000  # the interpreter's scalar loops run ~10 µs per ite
 WASM_MAX_ITERS = 2 * 10**9  # matmul's triple loop beyond this takes minutes
 FUEL = 10**13
 MEMORY = 4 << 30  # all of wasm32's address space (the runner's default is 1 GiB)
+MATMUL_GOAL_SIDE = 512  # the goals are stated for 512x512 matmul
 
 
 def _inputs(kind: str, n: int, rng) -> tuple[dict, int]:
@@ -147,21 +166,43 @@ def _time(fn, reps: int) -> tuple[float, object]:
     return statistics.median(ts), out
 
 
-def run_table(sizes: list[int], reps: int) -> None:
+def _sizes(kind: str, sizes: list[int]) -> list[int]:
+    """The sizes of a kernel: matmul adds 512², the size of the goal."""
+    if kind != "mm":
+        return sizes
+    sides = sorted({max(1, round(math.sqrt(n))) for n in sizes} | {MATMUL_GOAL_SIDE})
+    return [side * side for side in sides]
+
+
+def select(names: str | None) -> list[str]:
+    """Kernels by name or name prefix (``matmul`` → matmul_loops, matmul_builtin)."""
+    if not names:
+        return list(KERNELS)
+    out = []
+    for want in names.split(","):
+        hit = [k for k in KERNELS if k == want or k.startswith(want)]
+        if not hit:
+            raise SystemExit(f"no kernel {want!r} (kernels: {', '.join(KERNELS)})")
+        out += [k for k in hit if k not in out]
+    return out
+
+
+def run_table(sizes: list[int], reps: int, kernels: list[str] | None = None) -> None:
     m = analyze(SRC).module
     g, prov = m.graph, m.provenance
     rng = np.random.default_rng(0)
     print(
-        f"{'kernel':<18} {'N':>9} {'wasm ms':>10} {'interp ms':>10} {'numpy ms':>9} "
-        f"{'interp/wasm':>11} {'wasm/numpy':>10} same"
+        f"{'kernel':<18} {'N':>9} {'wasm ms':>10} {'call ms':>10} {'interp ms':>10} "
+        f"{'numpy ms':>9} {'interp/wasm':>11} {'wasm/numpy':>10} {'call/numpy':>10} same"
     )
-    for name, (kind, npf, loops) in KERNELS.items():
+    for name in kernels or list(KERNELS):
+        kind, npf, loops = KERNELS[name]
         why = TARGET.unsupported(g, name)
         if why:
             print(f"{name:<18} {'all':>9} unsupported: {why[0]}")
             continue
         art = TARGET.lower(g, prov, name)
-        for n in sizes:
+        for n in _sizes(kind, sizes):
             ins, iters = _inputs(kind, n, rng)
             label = f"{ins['a'].shape[0]}²" if kind == "mm" else str(n)
             if kind == "mm" and iters > WASM_MAX_ITERS:
@@ -170,6 +211,12 @@ def run_table(sizes: list[int], reps: int) -> None:
             try:
                 run = partial(TARGET.run, art, g, name, ins, provenance=prov)
                 tw, rw = _time(partial(run, fuel=FUEL, memory_limit=MEMORY), reps)
+                inst = WasmInstance(
+                    art.data, g, name, ins, provenance=prov, fuel=FUEL, memory_limit=MEMORY
+                )
+                tc, _ = _time(partial(inst.call, read=False), reps)
+                call_same = inst.call().digest() == rw.digest()
+                del inst  # its linear memory
             except InterpError as e:
                 print(f"{name:<18} {label:>9} wasm failed: {e}")
                 continue
@@ -183,9 +230,12 @@ def run_table(sizes: list[int], reps: int) -> None:
                 ti_s, ratio = f"{ti * 1e3:>10.2f}", f"{ti / tw:>11.1f}"
             else:
                 ti_s, ratio, same = f"{'-':>10}", f"{'-':>11}", "-"
+            if not call_same:
+                same += " CALL DIFFERS"
             print(
-                f"{name:<18} {label:>9} {tw * 1e3:>10.2f} {ti_s} {tn * 1e3:>9.3f} "
-                f"{ratio} {tw / tn:>10.1f} {same}"
+                f"{name:<18} {label:>9} {tw * 1e3:>10.2f} {tc * 1e3:>10.3f} {ti_s} "
+                f"{tn * 1e3:>9.3f} {ratio} {tw / tn:>10.1f} {tc / tn:>10.1f} {same}",
+                flush=True,
             )
 
 
@@ -246,9 +296,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000,1000000,10000000")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--kernels", help="comma-separated kernel names or prefixes (default: all)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile-time table")
     args = ap.parse_args()
-    run_table([int(s) for s in args.sizes.split(",")], args.reps)
-    compile_table()
+    run_table([int(s) for s in args.sizes.split(",")], args.reps, select(args.kernels))
+    if not args.no_compile:
+        compile_table()
 
 
 if __name__ == "__main__":

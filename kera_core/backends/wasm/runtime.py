@@ -6,10 +6,16 @@ tensors are written into linear memory through the module's `kera_alloc` export,
 and scalars are passed as parameters, and results come back as values or addresses.
 Outputs are built into the interpreter's `Output`/`RunResult`, so the bytes and the
 digest are computed by the very same functions.
+
+Tensors go straight through a numpy view of linear memory (one copy in, canonicalised
+there; one copy out into the dtype `value_out` expects), taken afresh after every
+`kera_alloc`, since growing the memory may move it. `WasmInstance` keeps one instance
+with its inputs in memory for repeated calls (benchmarks); `run_wasm` is one call of it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 
@@ -20,6 +26,7 @@ from kera_core.backends.wasm import structs
 from kera_core.interp import printing
 from kera_core.interp.api import Output, RunResult, _user_dims, entry_signature
 from kera_core.interp.errors import InputError, InterpError
+from kera_core.interp.fp import canon
 from kera_core.interp.values import bind_dims, concrete_type, dtype_of, value_in, value_out
 from kera_core.ir.graph import Graph
 from kera_core.ir.types import Prim, Struct, Tensor, strip_ref
@@ -82,79 +89,232 @@ def run_wasm(
     stdout=None,
 ) -> RunResult:
     """Run export ``fn_name`` of ``wasm`` (lowered from ``graph``) on host ``inputs``."""
-    src = graph if provenance is None else _WithProv(graph, provenance)
-    sig = entry_signature(src, fn_name)
-    fn = sig.function
-    bound = _user_dims(sig, dims or {})
-    unknown = sorted(set(inputs) - set(sig.param_names))
-    if unknown:
-        raise InputError("R0005", f"`{fn_name}` has no parameter(s) {', '.join(unknown)}")
-    vals = []
-    for name, t in sig.value_params:
-        if name not in inputs:
-            raise InputError("R0005", f"missing input `{name}: {t}`")
-        v = value_in(t, inputs[name], f"input `{name}`")
+    inst = WasmInstance(
+        wasm,
+        graph,
+        fn_name,
+        inputs,
+        dims,
+        provenance=provenance,
+        fuel=fuel,
+        memory_limit=memory_limit,
+        stdout=stdout,
+    )
+    res = inst.call()
+    assert res is not None
+    return res
+
+
+class WasmInstance:
+    """One instance of a lowered function with its inputs in linear memory, to call repeatedly.
+
+    The constructor checks the inputs exactly as `run_wasm` does (the interpreter's
+    `value_in`/`bind_dims`, so bad arguments fail the same way), instantiates the module
+    once, and writes the inputs into linear memory once. Each `call()`:
+
+    * refuels the store to ``fuel`` and clears `kera_error`;
+    * saves `kera_heap`, calls the export, reads the outputs (unless ``read=False``),
+      then restores `kera_heap`, so everything the call allocated is freed and memory
+      does not grow from call to call;
+    * returns the same `RunResult` as `run_wasm` (``None`` with ``read=False``), or
+      raises the same errors (a trap leaves the instance usable for another call).
+
+    The inputs stay valid across calls because the module never writes a parameter's
+    block (tensors are values: an update copies, a linear loop copies once on entry).
+    ``memory_bytes`` is the current size of linear memory.
+    """
+
+    def __init__(
+        self,
+        wasm: bytes,
+        graph: Graph,
+        fn_name: str,
+        inputs: dict[str, object],
+        dims: dict[str, int] | None = None,
+        *,
+        provenance=None,
+        fuel: int = DEFAULT_FUEL,
+        memory_limit: int = DEFAULT_MEMORY,
+        stdout=None,
+    ) -> None:
+        src = graph if provenance is None else _WithProv(graph, provenance)
+        sig = entry_signature(src, fn_name)
+        fn = sig.function
+        bound = _user_dims(sig, dims or {})
+        unknown = sorted(set(inputs) - set(sig.param_names))
+        if unknown:
+            raise InputError("R0005", f"`{fn_name}` has no parameter(s) {', '.join(unknown)}")
+        vals = []
+        for name, t in sig.value_params:
+            if name not in inputs:
+                raise InputError("R0005", f"missing input `{name}: {t}`")
+            v = _value_in(t, inputs[name], f"input `{name}`")
+            try:
+                bind_dims(t, v, bound, f"input `{name}`")
+            except InterpError as e:
+                raise InputError(e.code, e.message) from None
+            vals.append(v)
+        missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
+        if missing:
+            raise InputError("R0006", f"no size for dimension(s) {', '.join(missing)}")
+
+        self.sig, self.fn, self.bound, self.fuel, self.stdout = sig, fn, bound, fuel, stdout
+        eng = engine()
+        self.store = store = wasmtime.Store(eng)
+        store.set_fuel(fuel)
+        store.set_limits(memory_size=memory_limit)
+        module = _module(eng, wasm)
+        self.printed: list[str] = []
+        imports = []
+        if any(i.module == "kera" and i.name == "print" for i in module.imports):
+            imports.append(_print_import(store, self.printed, stdout))  # only `! io` functions
+        inst = wasmtime.Instance(store, module, imports)
+        self.exports = ex = inst.exports(store)
+        self.mem: wasmtime.Memory = ex["memory"]
+        self._func = ex[fn_name]
+        self._heap: wasmtime.Global = ex["kera_heap"]
+        self._err: wasmtime.Global = ex["kera_error"]
+        self._alloc = ex["kera_alloc"]
+        self.args: list = [int(bound[i]) for i in range(fn.type.n_dims)]
+        self.args += [None] * len(vals)
+        for k, v in enumerate(vals):
+            self._put(k, v)
+        self.outputs = [
+            ("result", "result", fn.type.result)
+            if kind == "result"
+            else (sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i]))
+            for kind, i in fn.outputs
+        ]
+        self.out_types = [concrete_type(t, bound) for _, _, t in self.outputs]
+
+    def set_input(self, name: str, value) -> None:
+        """Replace one input before the next call; its dimensions may not change (R0003)."""
+        params = [n for n, _ in self.sig.value_params]
+        if name not in params:
+            raise InputError("R0005", f"`{self.fn.name}` has no parameter {name}")
+        k = params.index(name)
+        t = self.sig.value_params[k][1]
+        v = _value_in(t, value, f"input `{name}`")
         try:
-            bind_dims(t, v, bound, f"input `{name}`")
+            bind_dims(t, v, dict(self.bound), f"input `{name}`")
         except InterpError as e:
             raise InputError(e.code, e.message) from None
-        vals.append(v)
-    missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
-    if missing:
-        raise InputError("R0006", f"no size for dimension(s) {', '.join(missing)}")
+        self._put(k, v)
 
-    eng = engine()
-    store = wasmtime.Store(eng)
-    store.set_fuel(fuel)
-    store.set_limits(memory_size=memory_limit)
-    module = _module(eng, wasm)
-    printed: list[str] = []
-    imports = []
-    if any(i.module == "kera" and i.name == "print" for i in module.imports):
-        imports.append(_print_import(store, printed, stdout))  # only `! io` functions import it
-    inst = wasmtime.Instance(store, module, imports)
-    ex = inst.exports(store)
-    mem = ex["memory"]
-    alloc = ex["kera_alloc"]
-    args: list = [int(bound[i]) for i in range(fn.type.n_dims)]
-    for t, v in zip(fn.type.params, vals, strict=True):
-        t = strip_ref(t)
+    def _put(self, k: int, v) -> None:
+        """Value parameter ``k``: a scalar argument, or a block written into linear memory.
+
+        A block is allocated on the first write and overwritten in place after that (its
+        size follows from the type and the dimensions, which do not change).
+        """
+        t = strip_ref(self.fn.type.params[k])
+        slot = self.fn.type.n_dims + k
+        if not isinstance(t, Tensor | Struct):
+            self.args[slot] = _scalar_arg(t, v)
+            return
         if isinstance(t, Tensor):
-            raw = np.ascontiguousarray(v, dtype=np.dtype(dtype_of(t.elem)).newbyteorder("<"))
-            data = raw.tobytes()
-            ptr = alloc(store, len(data))
-            if data:
-                mem.write(store, data, ptr)
-            args.append(ptr)
-        elif isinstance(t, Struct):
-            ptr = alloc(store, structs.size(t))
-            mem.write(store, _struct_bytes(t, v), ptr)
-            args.append(ptr)
+            dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
+            shape, nbytes = v.shape, v.size * dt.itemsize
         else:
-            args.append(_scalar_arg(t, v))
-    try:
-        res = ex[fn_name](store, *args)
-    except wasmtime.Trap as e:
-        raise _trap_error(store, ex, e) from None
-    except wasmtime.WasmtimeError as e:  # pragma: no cover - e.g. a limit hit outside a trap
-        raise WasmRunError("R0009", str(e)) from None
-    res = [] if res is None else (list(res) if isinstance(res, list | tuple) else [res])
-    outs: list[Output] = []
-    real = [(k, i) for k, i in fn.outputs]
-    for (kind, i), r in zip(real, res, strict=True):
-        if kind == "result":
-            name, key, t = "result", "result", fn.type.result
+            data = np.frombuffer(_struct_bytes(t, v), np.uint8)
+            dt, shape, nbytes = data.dtype, data.shape, data.size
+        ptr = self.args[slot]
+        if ptr is None:
+            try:
+                ptr = self.args[slot] = self._alloc(self.store, nbytes)
+            except wasmtime.Trap as e:  # kera_alloc could not grow the memory: R0009
+                raise _trap_error(self.store, self.exports, e) from None
+        # the memory may have grown (and moved): take the view after allocating
+        dst = self._view(ptr & _U32, dt, shape)
+        if isinstance(t, Tensor):
+            np.copyto(dst, v, casting="unsafe")
+            _canon_in_place(dst)  # value_in's canon, on the copy in memory
         else:
-            name, key, t = sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i])
-        ct = concrete_type(t, bound)
-        outs.append(Output(name, ct, value_out(ct, _read(store, mem, ct, r)), key))
-    return RunResult(
-        fn.name,
-        outs,
-        {sig.dim_names[i]: n for i, n in sorted(bound.items())},
-        "".join(printed),
-        "io" in fn.type.effects,
-    )
+            dst[:] = data
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.mem.data_len(self.store)
+
+    def _bytes(self) -> np.ndarray:
+        """All of linear memory as a uint8 array (valid until the memory next grows)."""
+        n = self.mem.data_len(self.store)
+        at = ctypes.cast(self.mem.data_ptr(self.store), ctypes.c_void_p).value
+        return np.frombuffer((ctypes.c_ubyte * n).from_address(at), np.uint8)
+
+    def _view(self, at: int, dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        """The block at ``at`` as an array of ``dt`` and ``shape`` (no copy)."""
+        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        mem = self._bytes()
+        if at + n > len(mem):
+            raise WasmRunError("R0008", f"a block of {n} bytes at {at} lies outside linear memory")
+        return mem[at : at + n].view(dt).reshape(shape)
+
+    def call(self, read: bool = True) -> RunResult | None:
+        """Call the export on the inputs in memory; the `RunResult` (``None`` if not ``read``)."""
+        store = self.store
+        heap = self._heap.value(store)
+        self._err.set_value(store, 0)
+        self.printed.clear()
+        store.set_fuel(self.fuel)
+        try:
+            try:
+                res = self._func(store, *self.args)
+            except wasmtime.Trap as e:
+                raise _trap_error(store, self.exports, e) from None
+            except wasmtime.WasmtimeError as e:  # pragma: no cover - a limit hit outside a trap
+                raise WasmRunError("R0009", str(e)) from None
+            if not read:
+                return None
+            res = [] if res is None else (list(res) if isinstance(res, list | tuple) else [res])
+            outs = [
+                Output(name, ct, value_out(ct, self._read(ct, r)), key)
+                for (name, key, _), ct, r in zip(self.outputs, self.out_types, res, strict=True)
+            ]
+        finally:
+            self._heap.set_value(store, heap)
+        return RunResult(
+            self.fn.name,
+            outs,
+            {self.sig.dim_names[i]: n for i, n in sorted(self.bound.items())},
+            "".join(self.printed),
+            "io" in self.fn.type.effects,
+        )
+
+    def _read(self, t, r):
+        if isinstance(t, Struct):
+            return _read_struct(self.store, self.mem, t, r & _U32)
+        if isinstance(t, Tensor):
+            dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
+            shape = tuple(int(d) for d in t.shape)
+            return self._view(r & _U32, dt, shape).astype(dtype_of(t.elem))  # the one copy
+        return _scalar_out(t, r)
+
+
+def _canon_in_place(a: np.ndarray) -> None:
+    """Canonicalise the NaNs of a float block in linear memory (`min` finds one cheaply)."""
+    if a.dtype.kind == "f" and a.size and np.isnan(a.min()):
+        canon(a)
+
+
+_U32 = 0xFFFFFFFF  # an i32 address comes back signed: addresses ≥ 2 GiB are negative
+
+
+def _value_in(t, v, what: str):
+    """`value_in`, except that a tensor already of the right dtype and rank is not copied.
+
+    For such an array `value_in` makes a C-order copy and canonicalises its NaNs; the
+    caller makes that copy straight into linear memory and canonicalises it there.
+    """
+    t = strip_ref(t)
+    if (
+        isinstance(t, Tensor)
+        and type(v) is np.ndarray
+        and v.dtype == np.dtype(dtype_of(t.elem))
+        and v.ndim == t.rank
+    ):
+        return v
+    return value_in(t, v, what)
 
 
 def _print_import(store, printed: list[str], stdout) -> wasmtime.Func:
@@ -251,15 +411,7 @@ def _read_struct(store, mem, t: Struct, addr: int):
     return tuple(vals)
 
 
-def _read(store, mem, t, r):
-    if isinstance(t, Struct):
-        return _read_struct(store, mem, t, r)
-    if isinstance(t, Tensor):
-        dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
-        shape = tuple(int(d) for d in t.shape)
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        data = mem.read(store, r, r + n * dt.itemsize) if n else b""
-        return np.frombuffer(bytes(data), dtype=dt).astype(dtype_of(t.elem)).reshape(shape)
+def _scalar_out(t: Prim, r):
     dt = dtype_of(t)
     if t.is_float:
         bits = np.array(r, dtype=np.float64 if t.name == "f64" else np.float32)
