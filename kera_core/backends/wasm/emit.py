@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from kera_core.backends.wasm import composite, fusion, rt, simd, structs
+from kera_core.backends.wasm import composite, fusion, rt, simd, structs, vector_loop
 from kera_core.backends.wasm.support import reachable
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -547,6 +547,9 @@ class FnEmitter:
         self.emit(f"local.set {i} {lo}")
         self.emit(f"local.set {h} {hi}")
         sg = "s" if rt_elem.is_signed else "u"
+        vec = vector_loop.plan(self, n)
+        if vec is not None:  # whole groups of lanes first, the scalar body for the rest
+            vector_loop.emit(self, vec, i, h, vt, sg, [i, *outs, *captured])
         cmp = "le" if rng.attr("inclusive", False) else "lt"
         brk, top = self.label("brk"), self.label("top")
         self.emit(f"(if ({vt}.{cmp}_{sg} (local.get {i}) (local.get {h})) (then")
