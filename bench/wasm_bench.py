@@ -1,9 +1,11 @@
 """The wasm target against the interpreter and numpy, and the wasm compile time.
 
 Usage: python bench/wasm_bench.py [--sizes 1000,10000,100000,1000000,10000000] [--reps 3]
-                                  [--kernels saxpy,matmul] [--no-compile]
+                                  [--kernels saxpy,matmul] [--no-compile] [--opt]
 
-One run prints two tables.
+One run prints two tables. ``--opt`` builds the kernels from the optimized graph (as
+`kera build --opt` does), so loops the optimizer marks with ``lanes`` run lane-wise; the
+interpreter always runs the unoptimized graph, the reference.
 
 1. Run time, for each kernel and size N (elements per input; matmul: square matrices of
    side round(sqrt(N)) for each N, and always side 512 — the size at which the goals
@@ -187,9 +189,17 @@ def select(names: str | None) -> list[str]:
     return out
 
 
-def run_table(sizes: list[int], reps: int, kernels: list[str] | None = None) -> None:
+def run_table(
+    sizes: list[int], reps: int, kernels: list[str] | None = None, opt: bool = False
+) -> None:
     m = analyze(SRC).module
     g, prov = m.graph, m.provenance
+    if opt:  # the optimized graph (`kera build --opt`): loops marked `lanes` run lane-wise
+        from kera_core.cli.opt import carry_provenance
+        from kera_core.opt import optimize
+
+        g = optimize(g).graph
+        prov = carry_provenance(prov, g)
     rng = np.random.default_rng(0)
     print(
         f"{'kernel':<18} {'N':>9} {'wasm ms':>10} {'call ms':>10} {'interp ms':>10} "
@@ -298,8 +308,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--kernels", help="comma-separated kernel names or prefixes (default: all)")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time table")
+    ap.add_argument("--opt", action="store_true", help="run the optimized graph's kernels")
     args = ap.parse_args()
-    run_table([int(s) for s in args.sizes.split(",")], args.reps, select(args.kernels))
+    run_table([int(s) for s in args.sizes.split(",")], args.reps, select(args.kernels), args.opt)
     if not args.no_compile:
         compile_table()
 
