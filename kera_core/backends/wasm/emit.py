@@ -535,12 +535,56 @@ class FnEmitter:
             else:
                 self.emit(f"local.set {o} {e}")
 
+    def _release_mark(self, n: Node, outs) -> tuple[str, int | None, int] | None:
+        """Free each iteration's allocations at its end, where no allocation can outlive it.
+
+        What an iteration allocates can outlive it only through a carried value. A tensor
+        slot the loop updates in place holds a buffer from before the loop; a scalar
+        holds no address; one struct slot is moved down to the mark (a struct block is
+        self-contained and immutable). So when every carried tensor is updated in place
+        and at most one slot is a struct, the heap goes back to the mark taken after
+        entry (plus the struct) at the end of every iteration. Returns (mark local,
+        struct slot or None, struct size), or None when the loop keeps what it allocates.
+        """
+        owned = self.mod.owned_slots.get(n.hash, set())
+        struct_slots = []
+        for k, t in enumerate(n.types):
+            t = strip_ref(t)
+            if isinstance(t, Tensor) and k not in owned:
+                return None
+            if isinstance(t, Struct):
+                struct_slots.append(k)
+        if len(struct_slots) > 1:
+            return None
+        mark = self.local("i32", "mark")
+        self.emit(f"local.set {mark} (global.get $hp)")
+        if not struct_slots:
+            return mark, None, 0
+        k = struct_slots[0]
+        return mark, k, structs.size(strip_ref(n.types[k]))
+
+    def _release(self, release, outs) -> None:
+        if release is None:
+            return
+        mark, k, size = release
+        if k is None:
+            self.emit(f"(global.set $hp (local.get {mark}))")
+            return
+        o = outs[k]
+        self.emit(
+            f"(if (i32.ge_u (local.get {o}) (local.get {mark})) (then "
+            f"(memory.copy (local.get {mark}) (local.get {o}) (i32.const {size})) "
+            f"(local.set {o} (local.get {mark}))))"
+        )
+        self.emit(f"(global.set $hp (i32.add (local.get {mark}) (i32.const {size})))")
+
     def for_(self, n: Node, env, ins, tin, outs) -> None:
         rng = self.g.node(n.inputs[0])
         rt_elem: Prim = strip_ref(self.g.type_of(n.inputs[0])).elem  # type: ignore[union-attr]
         lo, hi = (self.val(env, v) for v in rng.inputs)
         nc = len(n.types)
         self._enter_carried(n, ins[1 : 1 + nc], tin[1 : 1 + nc], outs)
+        release = self._release_mark(n, outs)
         captured = self._bind(ins[1 + nc :])
         vt = valtype(rt_elem)
         i, h = self.local(vt, "i"), self.local(vt, "hi")
@@ -557,6 +601,7 @@ class FnEmitter:
         self.depth += 1
         ys = self.region(self.g.regions[n.regions[0]], [i, *outs, *captured])
         self._set_all(outs, ys)
+        self._release(release, outs)
         if cmp == "le":
             self.emit(f"(br_if {brk} ({vt}.eq (local.get {i}) (local.get {h})))")
         self.emit(f"local.set {i} {norm(rt_elem, f'({vt}.add (local.get {i}) ({vt}.const 1))')}")
@@ -569,6 +614,7 @@ class FnEmitter:
     def while_(self, n: Node, ins, tin, outs) -> None:
         nc = len(n.types)
         self._enter_carried(n, ins[:nc], tin[:nc], outs)
+        release = self._release_mark(n, outs)
         captured = self._bind(ins[nc:])
         brk, top = self.label("brk"), self.label("top")
         self.emit(f"(block {brk} (loop {top}")
@@ -577,6 +623,7 @@ class FnEmitter:
         self.emit(f"(br_if {brk} (i32.eqz (local.get {c})))")
         ys = self.region(self.g.regions[n.regions[1]], [*outs, *captured])
         self._set_all(outs, ys)
+        self._release(release, outs)
         self.emit(f"br {top}")
         self.depth -= 1
         self.emit("))")
