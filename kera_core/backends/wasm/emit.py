@@ -140,7 +140,7 @@ class FnEmitter:
         self.depth = 2
         self.labels = 0
         self.deferred: set[bytes] = set()  # computed inside their consumer (fusion.py)
-        self.regions: list[bytes] = []  # the regions being emitted, innermost last
+        self.regions: list[tuple[bytes, bool]] = []  # (region, as a loop body), innermost last
 
     # --- locals and lines -------------------------------------------------------------
     def local(self, vt: str, hint: str = "v") -> str:
@@ -183,12 +183,18 @@ class FnEmitter:
         return "\n".join([head, *decl, *self.lines, "  )"])
 
     # --- regions ----------------------------------------------------------------------
-    def region(self, region: Region, args: list[str | None]) -> list[str | None]:
+    def region(
+        self, region: Region, args: list[str | None], body_of: Node | None = None
+    ) -> list[str | None]:
         """Emit ``region`` with its parameters bound to ``args``; the locals it yields."""
         env: dict[tuple[bytes, int], str | None] = {}
         nodes = self.g.region_nodes(region)
-        self.regions.append(region.hash)
-        inplace = self._inplace_updates(region, nodes)
+        # in-place decisions hold for a region emitted as the body of the loop they were
+        # planned for (the loop copied, or was handed, the buffers): never elsewhere, even
+        # where the same region (by hash) appears in another role
+        as_body = body_of is not None and body_of.regions[-1] == region.hash
+        self.regions.append((region.hash, as_body))
+        inplace = self.mod.inplace.get(region.hash, set()) if as_body else set()
         self.deferred |= fusion.plan(self.g, region, nodes, bool(inplace))
         for n in nodes:
             if n.op == "param":
@@ -231,10 +237,6 @@ class FnEmitter:
         n = f"(i32.wrap_i64 (i64.mul {self.count(t)} (i64.const {size_of(elem_of(t))})))"
         self.emit(f"memory.copy (local.get {dst}) {src} {n}")
         return dst
-
-    # --- in-place updates of loop-carried tensors --------------------------------------
-    def _inplace_updates(self, region: Region, nodes: list[Node]) -> set[bytes]:
-        return self.mod.inplace.get(region.hash, set())
 
     # --- nodes ----------------------------------------------------------------------
     def node(self, n: Node, env, inplace: bool) -> None:
@@ -526,11 +528,11 @@ class FnEmitter:
 
     def _enter_carried(self, n: Node, carried_ins, carried_types, outs) -> None:
         owned = self.mod.owned_slots.get(n.hash, set())
-        region = self.regions[-1]
+        region, as_body = self.regions[-1]
         for k, (e, t, o) in enumerate(zip(carried_ins, carried_types, outs, strict=True)):
             if o is None:
                 continue
-            if k in owned and (region, n.hash, k) not in self.mod.handed_over:
+            if k in owned and not (as_body and (region, n.hash, k) in self.mod.handed_over):
                 self.emit(f"local.set {o} (local.get {self.copy(t, e)})")
             else:
                 self.emit(f"local.set {o} {e}")
@@ -599,7 +601,7 @@ class FnEmitter:
         self.emit(f"(if ({vt}.{cmp}_{sg} (local.get {i}) (local.get {h})) (then")
         self.emit(f"(block {brk} (loop {top}")
         self.depth += 1
-        ys = self.region(self.g.regions[n.regions[0]], [i, *outs, *captured])
+        ys = self.region(self.g.regions[n.regions[0]], [i, *outs, *captured], n)
         self._set_all(outs, ys)
         self._release(release, outs)
         if cmp == "le":
@@ -621,7 +623,7 @@ class FnEmitter:
         self.depth += 1
         (c,) = self.region(self.g.regions[n.regions[0]], [*outs, *captured])
         self.emit(f"(br_if {brk} (i32.eqz (local.get {c})))")
-        ys = self.region(self.g.regions[n.regions[1]], [*outs, *captured])
+        ys = self.region(self.g.regions[n.regions[1]], [*outs, *captured], n)
         self._set_all(outs, ys)
         self._release(release, outs)
         self.emit(f"br {top}")
