@@ -54,6 +54,40 @@ pub fn old_value_read_after[N](x: &f32[N]) -> f32[N] {
     }
     y * keep
 }
+pub fn masked[N](x: &f32[N]) -> f32[N] {
+    let mut y: f32[N] = zeros();
+    for i in 0..N { if x[i] > 0.0 { y[i] = x[i]; } }
+    y
+}
+pub fn masked_both[N](x: &f32[N]) -> f32[N] {
+    let mut y: f32[N] = x * 1.0;
+    for i in 0..N {
+        if x[i] > 0.0 { y[i] = x[i] * 2.0; } else { y[i] = y[i] - 1.0; y[0] = y[0] + 1.0; }
+    }
+    y
+}
+pub fn if_then_loop[N](x: &f32[N]) -> f32[N] {
+    let mut y: f32[N] = zeros();
+    for r in 0..3 {
+        if r != 1 { for j in 0..N { y[j] = y[j] + x[j]; } }
+    }
+    y
+}
+pub fn if_reads_old[N](x: &f32[N]) -> f32 {
+    let mut y: f32[N] = zeros();
+    let mut s: f32 = 0.0;
+    for i in 0..N {
+        let old = y[0];
+        if x[i] > 0.0 { y[0] = x[i]; }
+        s = s + old * y[0];
+    }
+    s
+}
+pub fn if_yields_other[N](x: &f32[N]) -> f32[N] {
+    let mut y: f32[N] = zeros();
+    for i in 0..N { if x[i] > 0.0 { y[i] = x[i]; } else { y = x * 0.5; } }
+    y
+}
 pub fn sum_after[N](x: &f32[N]) -> f32 {
     let mut y: f32[N] = zeros();
     let mut total: f32 = 0.0;
@@ -64,7 +98,16 @@ pub fn sum_after[N](x: &f32[N]) -> f32 {
     total
 }
 """
-NAMES = ["with_while", "old_value_read_after", "sum_after"]
+NAMES = [
+    "with_while",
+    "old_value_read_after",
+    "sum_after",
+    "masked",
+    "masked_both",
+    "if_then_loop",
+    "if_reads_old",
+    "if_yields_other",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -97,13 +140,31 @@ def _copies(name: str) -> int:
 
 def _handed_over(name: str) -> int:
     m = module(SRC)
-    return len(ModuleEmitter(m.graph, m.graph.functions[name]).handed_over)
+    plans = ModuleEmitter(m.graph, m.graph.functions[name]).plans
+    return sum(len(p.body.handed) for p in plans.loops.values())
 
 
 def test_a_linear_chain_through_inner_loops_copies_once() -> None:
     for name, inner in (("mm", 1), ("mm3", 2), ("with_while", 1), ("sum_after", 1)):
         assert _copies(name) == 1, name  # when the outermost loop starts
         assert _handed_over(name) == inner, name
+
+
+def _owned(name: str) -> list[set[int]]:
+    m = module(SRC)
+    mod = ModuleEmitter(m.graph, m.graph.functions[name])
+    return [p.owned for p in mod.plans.loops.values()]
+
+
+def test_updates_under_an_if_stay_in_place() -> None:
+    for name in ("masked", "masked_both", "if_then_loop"):
+        assert _copies(name) == 1, name  # when the loop starts; none under the `if`
+        assert all(o == {0} for o in _owned(name)), name
+
+
+def test_an_if_that_may_replace_the_tensor_or_an_old_read_keeps_copies() -> None:
+    assert _owned("if_yields_other") == [set()]
+    assert _owned("if_reads_old") == [set()]
 
 
 def test_sharing_is_refused_where_the_old_value_is_still_needed() -> None:

@@ -8,8 +8,8 @@ their node is; `for`/`while` carry their values in locals; calls are WebAssembly
 whose first parameters are the callee's dimensions (`i64`).
 
 Tensors are values: `update` copies, except on a loop-carried tensor that flows through
-the loop body linearly (see `_inplace_slots`), which the loop copies once on entry and
-then updates in place — the "old value is dead" reasoning of docs/semantics.md §9.
+the loop body linearly (inplace.py), which the loop copies once on entry and then
+updates in place — the "old value is dead" reasoning of docs/semantics.md §9.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from kera_core.backends.wasm import composite, fusion, rt, simd, structs, vector_loop
+from kera_core.backends.wasm.inplace import Context, Planner
 from kera_core.backends.wasm.support import reachable
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -140,7 +141,7 @@ class FnEmitter:
         self.depth = 2
         self.labels = 0
         self.deferred: set[bytes] = set()  # computed inside their consumer (fusion.py)
-        self.regions: list[tuple[bytes, bool]] = []  # (region, as a loop body), innermost last
+        self.ctx: list[Context] = []  # in-place decisions of the regions being emitted
 
     # --- locals and lines -------------------------------------------------------------
     def local(self, vt: str, hint: str = "v") -> str:
@@ -184,17 +185,16 @@ class FnEmitter:
 
     # --- regions ----------------------------------------------------------------------
     def region(
-        self, region: Region, args: list[str | None], body_of: Node | None = None
+        self, region: Region, args: list[str | None], ctx: Context | None = None
     ) -> list[str | None]:
         """Emit ``region`` with its parameters bound to ``args``; the locals it yields."""
         env: dict[tuple[bytes, int], str | None] = {}
         nodes = self.g.region_nodes(region)
-        # in-place decisions hold for a region emitted as the body of the loop they were
-        # planned for (the loop copied, or was handed, the buffers): never elsewhere, even
-        # where the same region (by hash) appears in another role
-        as_body = body_of is not None and body_of.regions[-1] == region.hash
-        self.regions.append((region.hash, as_body))
-        inplace = self.mod.inplace.get(region.hash, set()) if as_body else set()
+        # in-place decisions hold for the region in the role they were planned for (the
+        # body of that loop, the branch of that `if`): passed down, never looked up by hash
+        ctx = ctx if ctx is not None else Context()
+        self.ctx.append(ctx)
+        inplace = ctx.updates
         self.deferred |= fusion.plan(self.g, region, nodes, bool(inplace))
         for n in nodes:
             if n.op == "param":
@@ -204,7 +204,7 @@ class FnEmitter:
                 env[(n.hash, 0)] = "$deferred"  # never read: the consumer inlines it
                 continue
             self.node(n, env, n.hash in inplace)
-        self.regions.pop()
+        self.ctx.pop()
         return [env[(v.node, v.index)] for v in region.yields]
 
     def val(self, env, v: Value) -> str:
@@ -514,25 +514,27 @@ class FnEmitter:
 
     def if_(self, n: Node, env, ins, outs) -> None:
         args = self._bind(ins[1:])
+        owned = {j for h, j in self.ctx[-1].ifs if h == n.hash}
+        ctxs = self.mod.plans.branch_contexts(n, owned)
         self.emit(f"(if {ins[0]} (then")
         self.depth += 1
-        ys = self.region(self.g.regions[n.regions[0]], args)
+        ys = self.region(self.g.regions[n.regions[0]], args, ctxs[0])
         self._set_all(outs, ys)
         self.depth -= 1
         self.emit(") (else")
         self.depth += 1
-        ys = self.region(self.g.regions[n.regions[1]], args)
+        ys = self.region(self.g.regions[n.regions[1]], args, ctxs[1])
         self._set_all(outs, ys)
         self.depth -= 1
         self.emit("))")
 
     def _enter_carried(self, n: Node, carried_ins, carried_types, outs) -> None:
-        owned = self.mod.owned_slots.get(n.hash, set())
-        region, as_body = self.regions[-1]
+        owned = self.mod.plans.loop(n).owned
+        handed = self.ctx[-1].handed
         for k, (e, t, o) in enumerate(zip(carried_ins, carried_types, outs, strict=True)):
             if o is None:
                 continue
-            if k in owned and not (as_body and (region, n.hash, k) in self.mod.handed_over):
+            if k in owned and (n.hash, k) not in handed:
                 self.emit(f"local.set {o} (local.get {self.copy(t, e)})")
             else:
                 self.emit(f"local.set {o} {e}")
@@ -548,7 +550,7 @@ class FnEmitter:
         entry (plus the struct) at the end of every iteration. Returns (mark local,
         struct slot or None, struct size), or None when the loop keeps what it allocates.
         """
-        owned = self.mod.owned_slots.get(n.hash, set())
+        owned = self.mod.plans.loop(n).owned
         struct_slots = []
         for k, t in enumerate(n.types):
             t = strip_ref(t)
@@ -601,7 +603,8 @@ class FnEmitter:
         self.emit(f"(if ({vt}.{cmp}_{sg} (local.get {i}) (local.get {h})) (then")
         self.emit(f"(block {brk} (loop {top}")
         self.depth += 1
-        ys = self.region(self.g.regions[n.regions[0]], [i, *outs, *captured], n)
+        body = self.mod.plans.loop(n).body
+        ys = self.region(self.g.regions[n.regions[0]], [i, *outs, *captured], body)
         self._set_all(outs, ys)
         self._release(release, outs)
         if cmp == "le":
@@ -623,7 +626,8 @@ class FnEmitter:
         self.depth += 1
         (c,) = self.region(self.g.regions[n.regions[0]], [*outs, *captured])
         self.emit(f"(br_if {brk} (i32.eqz (local.get {c})))")
-        ys = self.region(self.g.regions[n.regions[1]], [*outs, *captured], n)
+        body = self.mod.plans.loop(n).body
+        ys = self.region(self.g.regions[n.regions[1]], [*outs, *captured], body)
         self._set_all(outs, ys)
         self._release(release, outs)
         self.emit(f"br {top}")
@@ -661,18 +665,14 @@ class ModuleEmitter:
         self.by_hash = {f.hash: f for f in g.functions.values()}
         self.helpers: dict[str, str] = {}
         self.funcs: dict[str, str] = {}
-        self.inplace: dict[bytes, set[bytes]] = {}
-        self.owned_slots: dict[bytes, set[int]] = {}
-        # (region, inner loop, slot): the region hands the loop a buffer it owns, uncopied
-        self.handed_over: set[tuple[bytes, bytes, int]] = set()
-        self._planned: set[bytes] = set()
+        self.plans = Planner(g, SAFE_READERS)  # in-place updates (inplace.py)
         self.segments: list[tuple[int, bytes]] = []
         self.data_end = rt.HEAP_BASE
         for f in reachable(g, fn):
             for rh in g.all_regions(f.region):
                 for node in g.region_nodes(rh):
                     if node.op in ("for", "while"):
-                        self._plan_loop(node)
+                        self.plans.loop(node)
 
     def want(self, f: Function) -> None:
         pass
@@ -686,99 +686,6 @@ class ModuleEmitter:
         self.segments.append((at, payload))
         self.data_end = at + len(payload)
         return at, len(payload)
-
-    def _plan_loop(self, loop: Node) -> None:
-        """Which carried tensors the loop may update in place (module docstring).
-
-        A carried tensor qualifies when its chain through the body is linear: each link
-        is an ``update`` of it or an inner loop that takes it as a carried value and
-        itself updates that slot in place (the inner loop then takes the buffer over
-        without copying it: ``handed_over``), every other use is a reader the next link
-        depends on, and the chain ends in the yield at the tensor's own position.
-        """
-        if loop.hash in self._planned:
-            return
-        self._planned.add(loop.hash)
-        body = self.g.regions[loop.regions[-1]]
-        off = 1 if loop.op == "for" else 0
-        nodes = self.g.region_nodes(body)
-        uses: dict[tuple[bytes, int], list[Node]] = {}
-        for x in nodes:
-            for v in x.inputs:
-                uses.setdefault((v.node, v.index), []).append(x)
-        yields = list(body.yields)
-        params = {x.attr("index"): x for x in nodes if x.op == "param"}
-        for k, t in enumerate(loop.types):
-            if not isinstance(strip_ref(t), Tensor):
-                continue
-            p = params.get(off + k)
-            if p is None:
-                continue
-            chain: list[Node] = []
-            handed: list[tuple[bytes, bytes, int]] = []
-            cur = Value(p.hash, 0)
-            ok = True
-            while True:
-                us = uses.get((cur.node, cur.index), [])
-                links = [u for u in us if self._link(u, cur) is not None]
-                others = [u for u in us if u not in links]
-                if cur in yields:
-                    done = chain or handed
-                    if yields.count(cur) != 1 or yields.index(cur) != k or links or not done:
-                        ok = False
-                    elif any(u.op not in SAFE_READERS for u in others):
-                        ok = False
-                    break
-                if len(links) != 1:
-                    ok = False
-                    break
-                link = links[0]
-                slot = self._link(link, cur)
-                anc = self._ancestors(link)
-                if any(u.op not in SAFE_READERS or u.hash not in anc for u in others):
-                    ok = False
-                    break
-                if sum(1 for v in link.inputs if v == cur) != 1:
-                    ok = False
-                    break
-                if link.op == "update":
-                    chain.append(link)
-                    cur = Value(link.hash, 0)
-                else:
-                    handed.append((body.hash, link.hash, slot))
-                    cur = Value(link.hash, slot)
-            if ok and (chain or handed):
-                self.inplace.setdefault(body.hash, set()).update(
-                    u.hash for u in chain if u.op == "update"
-                )
-                self.handed_over.update(handed)
-                self.owned_slots.setdefault(loop.hash, set()).add(k)
-
-    def _link(self, u: Node, cur: Value) -> int | None:
-        """How ``u`` continues the chain of ``cur``: 0 for an ``update`` of it, the slot
-        for an inner loop that carries it and updates that slot in place, else None."""
-        if u.op == "update":
-            return 0 if u.inputs[0] == cur else None
-        if u.op not in ("for", "while"):
-            return None
-        off = 1 if u.op == "for" else 0
-        carried = u.inputs[off : off + len(u.types)]
-        if cur not in carried:
-            return None
-        slot = list(carried).index(cur)
-        self._plan_loop(u)
-        return slot if slot in self.owned_slots.get(u.hash, set()) else None
-
-    def _ancestors(self, n: Node) -> set[bytes]:
-        seen: set[bytes] = set()
-        stack = [v.node for v in n.inputs]
-        while stack:
-            h = stack.pop()
-            if h in seen:
-                continue
-            seen.add(h)
-            stack.extend(v.node for v in self.g.nodes[h].inputs)
-        return seen
 
     def build(self) -> str:
         order = reachable(self.g, self.fn)

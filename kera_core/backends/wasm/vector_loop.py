@@ -35,7 +35,7 @@ def plan(fe, n: Node) -> VectorLoop | None:
     if not lanes or g.node(n.inputs[0]).attr("inclusive", False):
         return None
     nc = len(n.types)
-    if nc == 0 or fe.mod.owned_slots.get(n.hash, set()) != set(range(nc)):
+    if nc == 0 or fe.mod.plans.loop(n).owned != set(range(nc)):
         return None
     elems = {strip_ref(t).elem for t in n.types if isinstance(strip_ref(t), Tensor)}
     if len(elems) != 1:
