@@ -14,7 +14,6 @@ import os
 import time
 
 from kera_core import targets
-from kera_core.analysis import analyze
 from kera_core.cli.inputs import UsageError, read_input
 
 
@@ -25,6 +24,7 @@ def register(sub) -> None:
 
 
 def cmd_demo(args) -> int:
+    from kera_core.analysis import analyze
     from kera_core.fmt import format_text
 
     if not os.path.isdir(args.dir):
@@ -32,7 +32,7 @@ def cmd_demo(args) -> int:
     files = sorted(glob.glob(os.path.join(args.dir, "*.kera")))
     if not files:
         raise UsageError(f"{args.dir}: no .kera files")
-    runnable = [t for t in targets.available() if hasattr(t, "run")]
+    runnable = targets.runners()
     cols = "".join(f" {t.name:>13}" for t in runnable)
     head = (
         f"{'example':<16} {'fns':>4} {'nodes':>6} {'diags':>6} {'format':>8} {'ms':>6}  "

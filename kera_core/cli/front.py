@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-from kera_core.analysis import analyze
 from kera_core.cli.inputs import UsageError, read_input
 from kera_core.diagnostics import render, render_json
 from kera_core.source import LineIndex, encode
@@ -79,6 +78,8 @@ def cmd_fmt(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from kera_core.analysis import analyze
+
     inputs = [read_input(p) for p in args.files]
     any_err = False
     rows = []

@@ -10,7 +10,6 @@ import os
 import sys
 
 from kera_core import targets
-from kera_core.analysis import analyze
 from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import UsageError, read_input
 from kera_core.cli.opt import add_build_flags, optimize_for_build
@@ -22,7 +21,7 @@ from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg
 def register(sub) -> None:
     b = sub.add_parser("build", help="compile a program to an artifact (today: a .keg graph file)")
     b.add_argument("file", help="a .kera file (or a .keg file to re-encode), or - for stdin")
-    names = ", ".join(t.name for t in targets.available())
+    names = ", ".join(targets.names())
     b.add_argument("--target", default="keg", help=f"what to build: {names}")
     b.add_argument(
         "--entry", metavar="NAME", help="the function to compile (targets that take one: wasm)"
@@ -40,7 +39,7 @@ def register(sub) -> None:
 def check_target(name: str) -> str:
     """The target ``name`` if the registry knows it; a usage error (exit 2) otherwise."""
     if targets.get(name) is None:
-        known = ", ".join(t.name for t in targets.available())
+        known = ", ".join(targets.names())
         raise UsageError(f"unknown build target `{name}` (known: {known})")
     return name
 
@@ -57,6 +56,8 @@ def load_module_or_keg(path: str) -> tuple[Graph, Provenance | None] | None:
     to stderr and give ``None``, which a command turns into exit status 1; an
     unreadable path raises :class:`UsageError` (exit 2).
     """
+    from kera_core.analysis import analyze
+
     inp = read_input(path)
     if _looks_like_keg(path, inp.raw):
         try:

@@ -11,24 +11,33 @@ and last `result sha3-256:<hex>` — the digest every target must reproduce
 
 from __future__ import annotations
 
+import functools
 import sys
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from kera_core.analysis import analyze
+from kera_core import targets
 from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import UsageError, read_input
-from kera_core.interp import InputError, InterpError, run_function
-from kera_core.interp.api import entry_signature
-from kera_core.interp.digest import sha3
-from kera_core.interp.gen import DEFAULT_DIM, InputGenerator
-from kera_core.interp.values import concrete_type, flat_items, raw_bytes
 from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.source import LineIndex
 
-TARGETS = ("interp", "wasm", "all")
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and the interpreter are imported by the functions that run something, so that
+# building the command line (`kera --help`, `kera check`) does not load them.
+
+# The default dimension size, for the help text only (the value used is
+# kera_core.interp.gen.DEFAULT_DIM; tests/test_cli_startup.py keeps the two equal).
+_DEFAULT_DIM_HELP = 16
+
+
+def target_names() -> list[str]:
+    """What `--target` accepts: the interpreter, every registered target that can run a
+    program (from the registry, without importing it), and `all`."""
+    return ["interp", *targets.runnable_names(), "all"]
 
 
 def register(sub) -> None:
@@ -36,11 +45,16 @@ def register(sub) -> None:
     r.add_argument("file", help="a .kera file, or - for stdin")
     r.add_argument("--entry", required=True, metavar="NAME", help="the exported function to run")
     r.add_argument(
-        "--target", default="interp", help="where to run it (default: interp, the reference)"
+        "--target",
+        default="interp",
+        help=f"where to run it: {', '.join(target_names())} (default: interp, the reference)",
     )
     r.add_argument("--seed", type=int, default=0, help="seed of the generated inputs (default 0)")
     r.add_argument(
-        "--dims", default="", metavar="N=1000,…", help=f"dimension sizes (default {DEFAULT_DIM})"
+        "--dims",
+        default="",
+        metavar="N=1000,…",
+        help=f"dimension sizes (default {_DEFAULT_DIM_HELP})",
     )
     r.add_argument("--inputs", metavar="IN.npz", help="input values by parameter name")
     r.add_argument("--out", metavar="OUT.npz", help="write the outputs here")
@@ -56,29 +70,41 @@ def register(sub) -> None:
 
 
 def select_target(name: str):
-    """The runner for ``--target``; the one place that knows which targets exist."""
+    """The runner for ``--target``: the interpreter, `all`, or a registered target that
+    can run (:func:`kera_core.targets.run_module`); no target is named here."""
     if name == "interp":
-        return run_function
-    if name == "wasm":
-        from kera_core.targets.wasm import run_module
+        from kera_core.interp import run_function
 
-        return run_module
+        return run_function
     if name == "all":
         return run_all
-    raise UsageError(f"unknown target `{name}` (targets: {', '.join(TARGETS)})")
+    if name in targets.runnable_names():
+        try:
+            t = targets.get(name)
+        except ImportError as e:
+            raise UsageError(f"target `{name}` cannot be loaded here: {e}") from None
+        if t is not None and hasattr(t, "run"):
+            return functools.partial(targets.run_module, t)
+    raise UsageError(f"unknown target `{name}` (targets: {', '.join(target_names())})")
 
 
 def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None):
-    """`--target all`: the interpreter, then every target that can run ``name`` here;
-    one `target NAME sha3-256:…` line each on stderr; R0010 if any digest differs."""
-    from kera_core.targets.wasm import run_module
+    """`--target all`: the interpreter, then every registered target that can run ``name``
+    here; one `target NAME sha3-256:…` line each on stderr; R0010 if any digest differs."""
+    from kera_core.interp import InputError, InterpError, run_function
 
     ref = run_function(module, name, inputs, dims, stdout=stdout, max_steps=max_steps)
     print(f"target interp sha3-256:{ref.digest()}", file=sys.stderr)
-    runners = {"wasm": run_module}
-    for tname, runner in runners.items():
+    for tname in targets.runnable_names():
         try:
-            r = runner(module, name, inputs, dims)
+            t = targets.get(tname)
+        except ImportError as e:  # the target needs a package this machine lacks
+            print(f"target {tname} skipped: cannot load it here: {e}", file=sys.stderr)
+            continue
+        if t is None or not hasattr(t, "run"):
+            continue
+        try:
+            r = targets.run_module(t, module, name, inputs, dims)
         except InputError as e:  # the target cannot compile this function
             print(f"target {tname} skipped: {e.message}", file=sys.stderr)
             continue
@@ -104,6 +130,8 @@ def parse_dims(text: str) -> dict[str, int]:
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
+    import numpy as np
+
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
@@ -115,6 +143,8 @@ def _load_npz(path: str) -> dict[str, np.ndarray]:
 
 def _unflatten(sig, data: dict[str, np.ndarray]) -> dict[str, object]:
     """npz keys are parameter names; struct fields are `p.field.sub`."""
+    from kera_core.interp.values import flat_items
+
     given: dict[str, object] = {}
     used: set[str] = set()
     for name, t in sig.value_params:
@@ -149,6 +179,10 @@ def _build(name: str, t, data):
 
 def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     """--dims first, then the shapes of --inputs arrays, then the default; notes defaults."""
+    import numpy as np
+
+    from kera_core.interp.gen import DEFAULT_DIM
+
     names = sig.dim_names
     for n in user:
         if n not in names:
@@ -181,6 +215,9 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
 def run_seeded(module, name: str, seed: int, adversarial: bool = False, target="interp"):
     """Run ``name`` on the documented generated inputs (default dimensions): what
     `kera run FILE --entry NAME --seed S --target T` computes, for `kera demo` and tests."""
+    from kera_core.interp.api import entry_signature
+    from kera_core.interp.gen import InputGenerator
+
     sig = entry_signature(module, name)
     dims, _ = _resolve_dims(sig, {}, {})
     gen = InputGenerator(seed, adversarial)
@@ -201,6 +238,7 @@ def _location(module, text: str | None, path: str, node: bytes | None) -> str:
 
 def _load(inp):
     """The program to run: a `.keg` graph file as it is, or source, analysed."""
+    from kera_core.analysis import analyze
     from kera_core.keg import KegError, is_keg, read_keg
 
     if is_keg(inp.raw) or inp.path.endswith(".keg"):
@@ -218,6 +256,14 @@ def _load(inp):
 
 
 def cmd_run(args) -> int:
+    import numpy as np
+
+    from kera_core.interp import InputError, InterpError
+    from kera_core.interp.api import entry_signature
+    from kera_core.interp.digest import sha3
+    from kera_core.interp.gen import DEFAULT_DIM, InputGenerator
+    from kera_core.interp.values import concrete_type, flat_items, raw_bytes
+
     runner = select_target(args.target)
     user_dims = parse_dims(args.dims)
     inp = read_input(args.file)
@@ -293,6 +339,7 @@ def cmd_run(args) -> int:
 
 def _as_type(t, v):
     """Host values in the exact dtype of ``t``, for hashing what the run will see."""
+    from kera_core.interp import InputError
     from kera_core.interp.values import value_in
 
     try:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from kera_core.backends.wasm import assemble, lower_wat, read_fingerprint, run_wasm, unsupported
-from kera_core.interp.errors import InputError
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
 from kera_core.targets import Artifact, register
 from kera_core.targets import keg as _keg  # noqa: F401  (keep the registry complete)
+from kera_core.targets import run_module as _run_module
 
 
 class WasmTarget:
@@ -16,6 +16,7 @@ class WasmTarget:
     suffix = ".wasm"
 
     per_function = True  # an artifact holds one exported function and what it calls
+    bounds_note = "it uses fuel"  # why `kera run --max-steps` does not apply
 
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:
@@ -52,18 +53,6 @@ TARGET = register(WasmTarget())
 
 
 def run_module(module, fn: str, inputs: dict, dims=None, *, stdout=None, max_steps=None):
-    """`kera run --target wasm`: the interpreter's runner signature, on the wasm target.
-
-    ``module`` is an analysed module or a loaded .keg (anything with ``graph`` and
-    ``provenance``). A function the target cannot compile, or ``max_steps`` (the target
-    bounds a run by fuel, not by loop iterations), is a bad argument (InputError).
-    """
-    graph = module.graph
-    prov = getattr(module, "provenance", None)
-    why = TARGET.unsupported(graph, fn)
-    if why:
-        raise InputError("R0005", f"the wasm target cannot run `{fn}`: " + "; ".join(why))
-    if max_steps is not None:
-        raise InputError("R0005", "--max-steps is not supported by the wasm target (it uses fuel)")
-    art = TARGET.lower(graph, prov, fn)
-    return TARGET.run(art, graph, fn, inputs, dims, provenance=prov, stdout=stdout)
+    """`kera run --target wasm`: the interpreter's runner signature, on the wasm target
+    (:func:`kera_core.targets.run_module` with this target)."""
+    return _run_module(TARGET, module, fn, inputs, dims, stdout=stdout, max_steps=max_steps)

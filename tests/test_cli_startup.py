@@ -1,0 +1,93 @@
+"""Start-up cost of the `kera` command line: commands that do not run or optimize a program
+do not import numpy (the interpreter, the optimizer) nor wasmtime (the wasm target)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAXPY = os.path.join(ROOT, "examples", "saxpy.kera")
+HEAVY = ("numpy", "wasmtime", "kera_core.interp", "kera_core.opt", "kera_core.backends")
+
+_PROBE = """
+import contextlib, io, json, sys
+from kera_core.cli import main
+argv = json.loads(sys.argv[1])
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+heavy = json.loads(sys.argv[2])
+print(json.dumps({"rc": rc, "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def _loaded(argv: list[str], heavy=HEAVY) -> list[str]:
+    """The modules of ``heavy`` that `kera ARGV` imported, in a fresh interpreter."""
+    p = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(list(heavy))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    assert result["rc"] in (0, None), (argv, result)
+    return result["loaded"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["run", "--help"],
+        ["build", "--help"],
+        ["check", SAXPY],
+        ["fmt", SAXPY],
+        ["parse", SAXPY],
+        ["fingerprint", SAXPY],
+        ["graph", SAXPY],
+        ["graph", SAXPY, "--json"],
+    ],
+)
+def test_front_end_commands_import_neither_numpy_nor_wasmtime(argv):
+    assert _loaded(argv) == []
+
+
+def test_building_a_keg_does_not_load_the_wasm_target(tmp_path):
+    out = str(tmp_path / "saxpy.keg")
+    assert _loaded(["build", SAXPY, "--target", "keg", "-o", out]) == []
+
+
+def test_running_on_the_interpreter_does_not_load_wasmtime():
+    argv = ["run", SAXPY, "--entry", "saxpy", "--dims", "N=4"]
+    assert _loaded(argv, ("wasmtime", "kera_core.backends")) == []
+
+
+def test_help_constants_match_what_they_describe():
+    from kera_core.cli.opt import PASS_NAMES
+    from kera_core.cli.run import _DEFAULT_DIM_HELP
+    from kera_core.interp.gen import DEFAULT_DIM
+    from kera_core.opt import PASSES
+
+    assert PASS_NAMES == tuple(PASSES)
+    assert _DEFAULT_DIM_HELP == DEFAULT_DIM
+
+
+def test_declared_targets_match_the_loaded_ones():
+    from kera_core import targets
+
+    for d in targets.BUILTIN:
+        t = targets.get(d.name)
+        assert t is not None and t.name == d.name
+        assert t.suffix == d.suffix
+        assert hasattr(t, "run") == d.runs
+    assert targets.names() == [t.name for t in targets.available()]
