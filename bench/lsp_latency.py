@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import sys
@@ -73,6 +74,7 @@ async def main() -> None:
     ap.add_argument("--samples", type=int, default=30, help="edit pairs (insert + delete)")
     ap.add_argument("--queries", type=int, default=100, help="hovers and completions")
     ap.add_argument("--delay", type=int, default=None, help="kera.diagnosticsDelay in ms")
+    ap.add_argument("--server-log", metavar="PATH", help="the server's DEBUG log goes here")
     args = ap.parse_args()
 
     text = generate(args.lines)
@@ -96,7 +98,8 @@ async def main() -> None:
         await asyncio.wait_for(fut, timeout)
         return client.published[version]
 
-    await client.start_io(sys.executable, "-m", "kera_lsp", cwd=str(ROOT))
+    log = ["--log-file", args.server_log, "--log-level", "DEBUG"] if args.server_log else []
+    await client.start_io(sys.executable, "-m", "kera_lsp", *log, cwd=str(ROOT))
     pid = client._server.pid  # type: ignore[union-attr]
     opts = {} if args.delay is None else {"kera": {"diagnosticsDelay": args.delay}}
     await client.initialize_async(
@@ -127,7 +130,12 @@ async def main() -> None:
         )
         return t
 
+    def cpu_s() -> float:  # the server's user + system CPU time so far
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     # single keystrokes
+    cpu0 = cpu_s()
     edit_ms = []
     step = max(1, len(floats) // args.samples)
     for k in floats[::step][: args.samples]:
@@ -136,6 +144,8 @@ async def main() -> None:
             t = send(start, end, new)
             edit_ms.append((await until(version) - t) * 1000)
             await asyncio.sleep(0.3)
+
+    edit_cpu_ms = (cpu_s() - cpu0) * 1000 / len(edit_ms)
 
     # a typing burst: 8 keys 40 ms apart; latency from the last key
     at = text.index(".", floats[len(floats) // 2]) + 1
@@ -192,6 +202,7 @@ async def main() -> None:
     ]
     for name, xs in rows:
         print(f"{name:<44} {statistics.median(xs):>9.1f} {pct(xs, 0.95):>9.1f} {max(xs):>9.1f}")
+    print(f"{'server CPU per edit (mean, incl. idle work)':<44} {edit_cpu_ms:>9.1f}")
     print(f"{'typing burst (8 keys) -> diagnostics':<44} {burst_ms:>9.1f}")
     print(f"{'open -> first diagnostics (cold)':<44} {cold * 1000:>9.1f}")
     print(f"{'server RSS now / peak (MiB)':<44} {rss['VmRSS']:>9.1f} {rss['VmHWM']:>9.1f}")

@@ -188,7 +188,8 @@ class Document:
         self._hash: bytes | None = None
         self._analysis: Analysis | None = None
         self._recent: OrderedDict[bytes, Analysis] = OrderedDict()
-        self._ownership: dict[int, tuple[object, int, list[Diagnostic], bool]] = {}
+        # ownership results by LoweredFn.shape: (where the function started, result, movable)
+        self._ownership: dict[bytes, tuple[int, list[Diagnostic], bool]] = {}
         self._parse_time = 0.0
         self._set_text(text, None)
 
@@ -310,7 +311,7 @@ class Document:
         else:
             t0 = time.perf_counter()
             try:
-                module = lower_module(p, self.cache)
+                module = lower_module(p, self.cache, defer=True)
             except Exception as ex:  # a compiler bug must not take the editor down
                 log.exception("lowering %s failed", self.uri)
                 self.cache = LoweringCache()
@@ -329,21 +330,26 @@ class Document:
         return a
 
     def _check_ownership(self, module: Module, p: Parse) -> list[Diagnostic]:
-        """:func:`check_ownership`, reusing each function's result while its lowering is reused."""
+        """:func:`check_ownership`, reusing each function's result while its shape is the same.
+
+        A function's ownership diagnostics depend on what its lowering's diagnostics, types
+        and uses depend on (``LoweredFn.shape``: its text, the signatures it sees, which
+        callees lowered), so a result is kept under that key and shifted when the function
+        moves; a caller whose callee changed only its body is not checked again.
+        """
         broken = [d.span for d in p.diagnostics if d.is_error]
         out: list[Diagnostic] = []
-        live: dict[int, tuple[object, int, list[Diagnostic], bool]] = {}
+        live: dict[bytes, tuple[int, list[Diagnostic], bool]] = {}
         for name, lf in module.functions.items():
             span = lf.sig.span
-            fn = lf.function
-            if fn is None or any(
+            if lf.function is None or any(
                 span.start <= s.start < span.end or span.covers(s) for s in broken
             ):
                 continue
             res: list[Diagnostic] | None = None
-            hit = self._ownership.get(id(fn))
-            if hit is not None and hit[0] is fn:
-                _, base, cached, movable = hit
+            hit = self._ownership.get(lf.shape) if lf.shape else None
+            if hit is not None:
+                base, cached, movable = hit
                 delta = span.start - base
                 if not delta:
                     res = cached
@@ -364,7 +370,8 @@ class Document:
             movable = all(
                 span.covers(d.span) and all(span.covers(r.span) for r in d.related) for d in res
             )
-            live[id(fn)] = (fn, span.start, res, movable)
+            if lf.shape:
+                live[lf.shape] = (span.start, res, movable)
             out += res
         self._ownership = live
         return out

@@ -24,7 +24,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from kera_lsp.server import create_server
+    from kera_lsp.server import IdleGC, create_server
 
     target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
     logging.basicConfig(
@@ -33,6 +33,7 @@ def run(args) -> int:
         **target,
     )
     server = create_server()
+    server.worker.idle_gc = IdleGC()  # this process is the server's: collect when idle
     if args.tcp is not None:
         server.start_tcp(args.host, args.tcp)
     else:

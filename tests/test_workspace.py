@@ -61,7 +61,13 @@ def test_edit_inside_a_body_relowers_that_function_and_its_callers_only():
     doc.analysis()
     assert doc.cache.lowered == 4 and doc.cache.reused == 0
     replace(doc, 2, "2.0", "5", delta=1, length=0)  # 2.0 -> 25.0: relex one token
+    a = doc.analysis()
+    # the diagnostics need `leaf` alone: `mid` sees the same signature, so its re-lowering
+    # (its call node names `leaf` by hash) waits until its graph is read
+    assert doc.cache.lowered == 4 + 1 and doc.cache.deferred == 1
+    assert a.module.pending
     same_as_batch(doc)
+    assert not a.module.pending
     assert doc.reparses["token"] == 1 and doc.reparses["full"] == 1  # the open, then a relex
     assert doc.cache.lowered == 4 + 2  # `leaf` and its caller `mid`
     assert doc.cache.reused == 2  # `other` and `mover`
@@ -215,4 +221,61 @@ def test_random_edit_sequences_match_batch(seed):
         assert doc.text == expect
         if v % 7 == 0:
             same_as_batch(doc)
+    same_as_batch(doc)
+
+
+CHAIN = """\
+pub fn leaf(a: f32) -> f32 {
+    a * 2.0
+}
+
+pub fn mid(a: f32) -> f32 {
+    leaf(a) + 1.0
+}
+
+pub fn top(a: f32) -> f32 {
+    mid(a) * mid(a)
+}
+
+pub fn side[N](x: f32[N] @host) -> f32[N] @device ! transfer {
+    let d = move_to(x, device);
+    let e = d;
+    d
+}
+"""
+
+
+def test_callers_are_deferred_until_their_graph_is_read_and_always_match_a_full_analysis():
+    doc = Document("file:///d.kera", CHAIN, 1)
+    doc.analysis()
+    base = doc.cache.lowered
+    steps = [  # (old, new, read the graph after this version)
+        ("a * 2.0", "a * 3.0", False),  # a body edit in `leaf`: `mid` and `top` are deferred
+        ("a * 3.0", "a * 4.0", False),  # again, with `mid` and `top` still deferred
+        ("leaf(a) + 1.0", "leaf(a) + 2.0", True),  # `mid` changes while it is deferred
+        ("a * 4.0", "a * 4.5", False),
+        ("mid(a) * mid(a)", "mid(a) * mid(a) + z", False),  # `top`: error, callee deferred
+        ("a * 4.5", "a * true", True),  # `leaf` no longer lowers: callers see it missing
+        ("a * true", "a * 5.0", False),
+        ("pub fn leaf(a: f32) -> f32", "pub fn leaf(a: f64) -> f64", False),  # signature
+        ("pub fn leaf(a: f64) -> f64", "pub fn leaf(a: f32) -> f32", True),
+        ("let e = d;", "let e = 1.0;", False),  # an ownership error goes away
+    ]
+    version = 1
+    for old, new, read in steps:
+        version += 1
+        replace(doc, version, old, new)
+        a = doc.analysis()
+        ref = analyze(doc.text)
+        assert a.diagnostics == ref.diagnostics, (old, new)  # before the graph is completed
+        if read:
+            assert a.module.graph.fingerprint() == ref.module.graph.fingerprint()
+            assert a.module.provenance.functions.keys() == ref.module.provenance.functions.keys()
+    assert doc.cache.deferred > 0
+    # the graph read last, after several versions of deferral, is the full analysis' graph
+    same_as_batch(doc)
+    lowered = doc.cache.lowered - base
+    assert lowered < 4 * len(steps)  # not every function on every edit
+    # an undo to the opened text reuses what it had
+    doc.apply_changes(version + 1, [Change(CHAIN)])
     same_as_batch(doc)

@@ -71,6 +71,9 @@ class LoweredFn:
     base: int = 0  # where the function started when it was lowered
     expr_types: dict = field(default_factory=dict)  # (start, end, kind) -> Type, absolute
     uses: list = field(default_factory=list)  # Use records, absolute (see env.Use)
+    # what diagnostics, expr_types and uses depend on (set by lower_module): the text,
+    # the signatures in scope and which callees lowered, not the callees' hashes
+    shape: bytes = b""
 
     @property
     def relocatable(self) -> bool:

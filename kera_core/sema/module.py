@@ -8,6 +8,15 @@ hash cyclic).
 The :class:`LoweringCache` keys each function's lowering by its own text, the
 signatures it can see and its callees' hashes; an edit inside one function
 re-lowers that function (and its callers, whose call nodes change) only.
+
+A caller's *diagnostics* (and the types and uses the IDE reads) depend on its callees'
+signatures only, never on their hashes. So each lowering is also kept under a *shape*
+key (text, signatures, which callees lowered), and ``lower_module(..., defer=True)``
+(what the language server uses) does not re-lower a caller whose shape is unchanged: it
+reuses the analysis of the cached lowering and re-lowers the caller only when something
+reads the graph (``Module.graph``/``provenance``, e.g. a fingerprint lens), after the
+diagnostics are out. A caller whose own text changed while a callee is deferred is
+lowered against a stand-in callee hash, for its diagnostics, and again on demand.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from kera_core.ir.provenance import FnProvenance, Provenance
 from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
+from kera_core.source import Span
 from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -31,19 +41,48 @@ from kera_core.syntax.parse import Parse
 
 @dataclass
 class LoweringCache:
-    entries: dict[bytes, LoweredFn] = field(default_factory=dict)
+    entries: dict[bytes, LoweredFn] = field(default_factory=dict)  # full key -> lowering
+    # shape key (text, signatures, which callees lowered; no callee hashes) -> a lowering
+    # whose diagnostics, expr_types and uses are right, and whose graph may not be
+    shapes: dict[bytes, LoweredFn] = field(default_factory=dict)
     lowered: int = 0  # functions lowered (cache misses), for tests and benchmarks
     reused: int = 0
+    deferred: int = 0  # callers whose re-lowering was left until their graph is read
     # Per green node (interned, immutable, shared across versions): keyed by id() and
     # holding the node itself, so an entry is valid exactly while that node is in the tree.
     calls: dict[int, tuple[object, tuple[str, ...]]] = field(default_factory=dict)
     texts: dict[int, tuple[object, bytes]] = field(default_factory=dict)
     sigs: dict[int, tuple[object, bytes, tuple]] = field(default_factory=dict)
+    # the last full and shape keys computed for a function, with what they were made of
+    keys: dict[int, tuple[object, dict]] = field(default_factory=dict)
+    names: dict[int, tuple[object, tuple | None]] = field(default_factory=dict)
 
-    def prune(self, live: set[bytes]) -> None:
-        for k in list(self.entries):
-            if k not in live:
-                del self.entries[k]
+    # the keys each of the last few lower_module runs used: an entry is kept while one of
+    # them did, so going back to a recent text (an undo) finds its lowerings again
+    history: list[set[bytes]] = field(default_factory=list)
+    keep: int = 4
+
+    def prune(self, live: set[bytes], live_shapes: set[bytes] | None = None) -> None:
+        self.history = [*self.history[-(self.keep - 1) :], live | (live_shapes or set())]
+        if len(self.entries) + len(self.shapes) <= sum(len(h) for h in self.history):
+            return  # nothing can be stale
+        keep = set().union(*self.history)
+        for table in (self.entries, self.shapes):
+            for k in [k for k in table if k not in keep]:
+                del table[k]
+
+    def key(self, green, make, *inputs) -> bytes:
+        """``make(*inputs)``, a cache key of the function ``green``, remembered per green
+        node and recomputed only when ``inputs`` changed since the last version."""
+        hit = self.keys.get(id(green))
+        if hit is None or hit[0] is not green:
+            hit = self.keys[id(green)] = (green, {})
+        last = hit[1].get(make)
+        if last is not None and last[0] == inputs:
+            return last[1]
+        value = make(*inputs)
+        hit[1][make] = (inputs, value)
+        return value
 
     def memo(self, table: dict, green, make):
         hit = table.get(id(green))
@@ -54,13 +93,47 @@ class LoweringCache:
         return value
 
 
-@dataclass
 class Module:
-    graph: Graph
-    provenance: Provenance
-    env: ModuleEnv
-    diagnostics: list[Diagnostic]
-    functions: dict[str, LoweredFn]
+    """A lowered file. ``functions`` always holds each function's diagnostics, types and
+    uses; the graph parts (``graph``, ``provenance``, ``LoweredFn.function``/``nodes``/
+    ``regions``) of deferred callers are completed when ``graph`` or ``provenance`` is
+    first read (see :func:`lower_module`)."""
+
+    def __init__(
+        self,
+        graph: Graph | None,
+        provenance: Provenance | None,
+        env: ModuleEnv,
+        diagnostics: list[Diagnostic],
+        functions: dict[str, LoweredFn],
+        finish=None,
+    ) -> None:
+        self._graph = graph
+        self._provenance = provenance
+        self.env = env
+        self.diagnostics = diagnostics
+        self.functions = functions
+        self._finish = finish  # () -> (Graph, Provenance), replacing deferred functions
+
+    @property
+    def pending(self) -> bool:
+        """Is part of the graph still to be built (some callers were deferred)?"""
+        return self._finish is not None
+
+    def _complete(self) -> None:
+        if self._finish is not None:
+            self._graph, self._provenance = self._finish()
+            self._finish = None
+
+    @property
+    def graph(self) -> Graph:
+        self._complete()
+        return self._graph  # type: ignore[return-value]
+
+    @property
+    def provenance(self) -> Provenance:
+        self._complete()
+        return self._provenance  # type: ignore[return-value]
 
     @property
     def fingerprint(self) -> bytes:
@@ -75,9 +148,15 @@ def _dims_in(t: Type, acc: set[int]) -> None:
         _dims_in(inner, acc)
 
 
-def _collect_structs(root: ast.SourceFile, env: ModuleEnv, diags: list[Diagnostic]) -> None:
+def _collect_structs(
+    root: ast.SourceFile,
+    env: ModuleEnv,
+    diags: list[Diagnostic],
+    items: list[ast.Item] | None = None,
+) -> None:
     decls: dict[str, ast.Struct] = {}
-    for s in root.structs():
+    structs = root.structs() if items is None else [i for i in items if isinstance(i, ast.Struct)]
+    for s in structs:
         if s.name is None:
             continue
         name = s.name.text
@@ -155,8 +234,10 @@ def _collect_signatures(
     env: ModuleEnv,
     diags: list[Diagnostic],
     cache: LoweringCache | None = None,
+    items: list[ast.Item] | None = None,
 ) -> None:
-    for c in root.consts():
+    items = root.items if items is None else items
+    for c in [i for i in items if isinstance(i, ast.Const)]:
         if c.name is None:
             continue
         name = c.name.text
@@ -170,22 +251,26 @@ def _collect_signatures(
         w.str(sname)
         w.raw(env.structs[sname].hash)
     structs_key = digest("fn", w.getvalue())
-    for fn in root.functions():
-        if fn.name is None:
+    for fn in [i for i in items if isinstance(i, ast.Fn)]:
+        green = fn.syntax.green
+        named = _name_of(fn, cache) if cache is not None else _name_rel(fn)
+        if named is None:
             continue
-        name = fn.name.text
+        name, ns, ne = named
+        start = fn.syntax.offset
+        fn_span = Span(start, start + green.text_len)
+        name_span = Span(start + ns, start + ne)
         if name in env.fns:
             first = env.fns[name]
             diags.append(
                 error(
                     "K0202",
-                    fn.name.span,
+                    name_span,
                     f"function `{name}` is defined twice",
                     related=(Related(first.name_span, "first defined here"),),
                 )
             )
             continue
-        green = fn.syntax.green
         hit = cache.sigs.get(id(green)) if cache is not None else None
         if hit is not None and hit[0] is green and hit[1] == structs_key:
             entry = hit[2]
@@ -194,7 +279,7 @@ def _collect_signatures(
             if cache is not None:
                 cache.sigs[id(green)] = (green, structs_key, entry)
         base, ftype, dims, names, exported, doc, uses, fn_diags = entry
-        delta = fn.span.start - base
+        delta = start - base
         diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
         if ftype is None:
             continue
@@ -204,12 +289,26 @@ def _collect_signatures(
             dims,
             names,
             exported,
-            fn.span,
-            fn.name.span,
+            fn_span,
+            name_span,
             doc,
             fn,
             _ShiftedUses(uses, delta) if delta else list(uses),
         )
+
+
+def _name_rel(fn: ast.Fn) -> tuple[str, int, int] | None:
+    """A function's name and its span relative to the function's start."""
+    n = fn.name
+    if n is None:
+        return None
+    start = fn.syntax.offset
+    sp = n.span
+    return n.text, sp.start - start, sp.end - start
+
+
+def _name_of(fn: ast.Fn, cache: LoweringCache) -> tuple[str, int, int] | None:
+    return cache.memo(cache.names, fn.syntax.green, lambda: _name_rel(fn))
 
 
 def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
@@ -340,16 +439,33 @@ def _text_digest(green) -> bytes:
     return digest("fn", w.getvalue())
 
 
-def _cache_key(
-    sig: FnSig, env_digest: bytes, callee_hashes: list[bytes], cache: LoweringCache
-) -> bytes:
-    green = sig.ast.syntax.green
+def _cache_key(text: bytes, env_digest: bytes, callee_hashes: Sequence[bytes]) -> bytes:
     w = Writer()
-    w.raw(cache.memo(cache.texts, green, lambda: _text_digest(green)))
+    w.raw(text)
     w.raw(env_digest)
     for h in callee_hashes:
         w.raw(h)
     return digest("fn", w.getvalue())
+
+
+def _shape_key(text: bytes, env_digest: bytes, present: Sequence[bool]) -> bytes:
+    """What a lowering's diagnostics, types and uses depend on: no callee hashes."""
+    w = Writer()
+    w.str("shape")
+    w.raw(text)
+    w.raw(env_digest)
+    w.raw(bytes(present))
+    return digest("fn", w.getvalue())
+
+
+class _StandIn:
+    """Takes the place of a deferred callee's Function while lowering a caller for its
+    diagnostics: the lowering reads a callee's hash only."""
+
+    __slots__ = ("hash",)
+
+    def __init__(self, name: str) -> None:
+        self.hash = digest("fn", b"deferred stand-in:" + name.encode())
 
 
 class _Shifted(Mapping):
@@ -435,53 +551,124 @@ def _lower_guarded(env: ModuleEnv, sig: FnSig, done: dict[str, Function]) -> Low
         return LoweredFn(sig, None, {}, {}, prov, [d], sig.span.start)
 
 
-def lower_module(parse: Parse, cache: LoweringCache | None = None) -> Module:
-    """Build the graph of a parsed file; never raises on bad input."""
+def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool = False) -> Module:
+    """Build the graph of a parsed file; never raises on bad input.
+
+    With ``defer``, callers whose lowering would differ only in their callees' hashes
+    are not re-lowered now: their diagnostics, types and uses come from the cached
+    lowering of the same shape, and the graph is completed when first read.
+    """
     cache = cache if cache is not None else LoweringCache()
     diags: list[Diagnostic] = []
     root = ast.SourceFile(parse.tree)
     env = ModuleEnv()
-    _collect_structs(root, env, diags)
-    _collect_signatures(root, env, diags, cache)
+    items = root.items
+    _collect_structs(root, env, diags, items)
+    _collect_signatures(root, env, diags, cache, items)
     callees = {
         name: [c for c in _callee_names(sig, cache) if c in env.fns]
         for name, sig in env.fns.items()
     }
     order = _order(env, diags, callees)
     env_digest = env.signature_digest()
-    graph = Graph()
-    prov = Provenance()
-    done: dict[str, Function] = {}
+    done: dict[str, Function] = {}  # functions whose graph is final
+    stand_ins: dict[str, _StandIn] = {}  # deferred callers that lowered cleanly
+    deferred: list[str] = []
     lowered: dict[str, LoweredFn] = {}
     live: set[bytes] = set()
+    live_shapes: set[bytes] = set()
+    texts: dict[str, bytes] = {}
+    called_of: dict[str, list[str]] = {}
     for name in order:
         sig = env.fns[name]
-        called = sorted(set(callees[name]))
-        key = _cache_key(
-            sig, env_digest, [done[c].hash if c in done else b"" for c in called], cache
-        )
-        live.add(key)
-        lf = cache.entries.get(key)
-        if lf is None or (lf.base != sig.span.start and not lf.relocatable):
-            lf = _lower_guarded(env, sig, done)
-            cache.entries[key] = lf
-            cache.lowered += 1
-        else:
+        called = called_of[name] = sorted(set(callees[name]))
+        green = sig.ast.syntax.green
+        text = texts[name] = cache.memo(cache.texts, green, lambda g=green: _text_digest(g))
+        lf: LoweredFn | None = None
+        key = None
+        if not any(c in stand_ins for c in called):
+            hashes = tuple(done[c].hash if c in done else b"" for c in called)
+            key = cache.key(green, _cache_key, text, env_digest, hashes)
+            live.add(key)
+            lf = _reusable(cache.entries.get(key), sig)
+        present = tuple(c in done or c in stand_ins for c in called)
+        skey = cache.key(green, _shape_key, text, env_digest, present)
+        live_shapes.add(skey)
+        final = True  # is lf's graph this version's (else it is completed on demand)?
+        if lf is not None:
             cache.reused += 1
             lf = _rebased(lf, sig)
+        elif defer and (hit := _reusable(cache.shapes.get(skey), sig)) is not None:
+            cache.deferred += 1
+            lf, final = _rebased(hit, sig), False
+        elif key is None:  # a callee is deferred: lower against stand-ins, for diagnostics
+            lf = _lower_guarded(env, sig, {**done, **stand_ins})
+            cache.shapes[skey] = lf
+            cache.lowered += 1
+            cache.deferred += 1
+            lf, final = _rebased(lf, sig), False
+        else:
+            lf = _lower_guarded(env, sig, done)
+            cache.entries[key] = cache.shapes[skey] = lf
+            cache.lowered += 1
+        lf.shape = skey
         lowered[name] = lf
         diags.extend(lf.diagnostics)
-        assert lf.provenance is not None
-        prov.functions[name] = lf.provenance
-        if lf.function is not None:
+        if not final:
+            deferred.append(name)
+            if lf.function is not None:
+                stand_ins[name] = _StandIn(name)
+        elif lf.function is not None:
             done[name] = lf.function
-            graph.nodes.update(lf.nodes)
-            graph.regions.update(lf.regions)
-            graph.functions[name] = lf.function
-    cache.prune(live)
+    cache.prune(live, live_shapes)
     alive = {id(sig.ast.syntax.green) for sig in env.fns.values()}
-    for table in (cache.calls, cache.texts, cache.sigs):
+    for table in (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names):
         for k in [k for k in table if k not in alive]:
             del table[k]
     diags.sort(key=sort_key)
-    return Module(graph, prov, env, diags, lowered)
+
+    def finish() -> tuple[Graph, Provenance]:
+        final = dict(done)
+        for name in deferred:
+            sig = env.fns[name]
+            called = called_of[name]
+            key = _cache_key(
+                texts[name], env_digest, [final[c].hash if c in final else b"" for c in called]
+            )
+            lf = _reusable(cache.entries.get(key), sig)
+            if lf is None:
+                lf = _lower_guarded(env, sig, final)
+                cache.entries[key] = lf
+                cache.lowered += 1
+            lf = _rebased(lf, sig)
+            lf.shape = lowered[name].shape
+            lowered[name] = lf  # the same analysis, now with its final graph
+            if lf.function is not None:
+                final[name] = lf.function
+        return _assemble(order, lowered)
+
+    if not deferred:
+        graph, prov = _assemble(order, lowered)
+        return Module(graph, prov, env, diags, lowered)
+    return Module(None, None, env, diags, lowered, finish)
+
+
+def _reusable(lf: LoweredFn | None, sig: FnSig) -> LoweredFn | None:
+    """A cached lowering, if it can stand for ``sig`` where it is now."""
+    if lf is None or (lf.base != sig.span.start and not lf.relocatable):
+        return None
+    return lf
+
+
+def _assemble(order: list[str], lowered: dict[str, LoweredFn]) -> tuple[Graph, Provenance]:
+    graph = Graph()
+    prov = Provenance()
+    for name in order:
+        lf = lowered[name]
+        assert lf.provenance is not None
+        prov.functions[name] = lf.provenance
+        if lf.function is not None:
+            graph.nodes.update(lf.nodes)
+            graph.regions.update(lf.regions)
+            graph.functions[name] = lf.function
+    return graph, prov

@@ -8,11 +8,15 @@ of them. A result is published only if its version is still the newest the clien
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
 from lsprotocol import types as T
 
 from kera_lsp import convert
 from kera_lsp.server import KeraLanguageServer
+
+log = logging.getLogger("kera_lsp")
 
 #: At most this many diagnostics are published per document (a binary file can have
 #: tens of thousands); the last one says how many were left out.
@@ -58,7 +62,16 @@ class Publisher:
             doc = ls.kera.get(uri)
             if doc is None or ls.versions.get(uri) != doc.version:
                 return None  # closed, or a newer change is queued behind us
+            t, cpu = time.perf_counter(), time.thread_time()
             a = doc.analysis()
+            log.debug(
+                "analysis of %s v%d: %.1f ms (cpu %.1f ms) %s",
+                uri,
+                a.version,
+                (time.perf_counter() - t) * 1000,
+                (time.thread_time() - cpu) * 1000,
+                {k: round(v * 1000, 1) for k, v in a.timings.items()},
+            )
             index = a.line_index
             shown = a.diagnostics[:MAX_PUBLISHED]
             out = [convert.diagnostic(d, index, enc, uri) for d in shown]
