@@ -129,6 +129,42 @@ def test_missing_files_and_bad_sources_exit_2(capsys, tmp_path):
     assert rc == 2
 
 
+def test_unreadable_npz_files_exit_2(capsys, tmp_path):
+    """An empty file, a bare .npy array, a broken zip: usage errors, never a traceback."""
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    bare = tmp_path / "bare.npy"
+    np.save(bare, np.zeros(3, np.float32))
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
+    for path, message in (
+        (empty, "not a readable .npz file"),
+        (bare, "not a .npz archive of named arrays"),
+        (broken, "not a readable .npz file"),
+    ):
+        rc, _, err = kera_run(capsys, SAXPY, "--entry", "saxpy", "--inputs", str(path))
+        assert rc == 2 and message in err, (path, err)
+
+
+SPIN = "pub fn spin(n: i64) -> i64 {\n    let mut s: i64 = 0;\n    for i in 0..n { s = s + i; }\n    s\n}\n"
+
+
+def test_fuel_bounds_a_wasm_run_and_can_be_raised(capsys, tmp_path):
+    src = tmp_path / "spin.kera"
+    src.write_text(SPIN)
+    inp = tmp_path / "n.npz"
+    np.savez(inp, n=np.int64(20_000))
+    args = (str(src), "--entry", "spin", "--inputs", str(inp))
+    rc, out, err = kera_run(capsys, *args, "--target", "wasm", "--fuel", "5000")
+    assert rc == 1 and "result error R0007" in out and "--fuel N" in err
+    rc, out, _ = kera_run(capsys, *args, "--target", "all", "--fuel", "10000000")
+    assert rc == 0 and "result sha3-256:" in out
+    rc, _, err = kera_run(capsys, *args, "--fuel", "100")
+    assert rc == 2 and "not interp" in err
+    rc, _, err = kera_run(capsys, *args, "--target", "wasm", "--fuel", "0")
+    assert rc == 2 and "positive" in err
+
+
 def test_run_time_error_exits_1_with_location(capsys, tmp_path):
     src = tmp_path / "e.kera"
     src.write_text("pub fn f(a: i32, b: i32) -> i32 {\n    a / (b - b)\n}\n")

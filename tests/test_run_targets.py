@@ -109,7 +109,10 @@ def test_max_steps_is_refused_by_a_target_that_does_not_count_steps(capsys, regi
     rc, _, err = kera_run(capsys, "--target", "echo", "--max-steps", "10")
     assert rc == 2 and "--max-steps is not supported by the echo target" in err
     rc, _, err = kera_run(capsys, "--target", "wasm", "--max-steps", "10")
-    assert rc == 2 and "--max-steps is not supported by the wasm target (it uses fuel)" in err
+    assert (
+        rc == 2
+        and "--max-steps is not supported by the wasm target (it uses fuel: see --fuel)" in err
+    )
 
 
 def test_a_declared_target_is_imported_on_first_use_only(capsys, registry):

@@ -66,6 +66,12 @@ def register(sub) -> None:
     r.add_argument(
         "--max-steps", type=int, default=None, help="stop after this many loop iterations"
     )
+    r.add_argument(
+        "--fuel",
+        type=int,
+        default=None,
+        help="instruction budget of fuel-metered targets such as wasm (default 2000000000)",
+    )
     r.set_defaults(func=cmd_run)
 
 
@@ -88,7 +94,7 @@ def select_target(name: str):
     raise UsageError(f"unknown target `{name}` (targets: {', '.join(target_names())})")
 
 
-def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None):
+def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=None):
     """`--target all`: the interpreter, then every registered target that can run ``name``
     here; one `target NAME sha3-256:…` line each on stderr; R0010 if any digest differs."""
     from kera_core.interp import InputError, InterpError, run_function
@@ -104,7 +110,7 @@ def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None):
         if t is None or not hasattr(t, "run"):
             continue
         try:
-            r = targets.run_module(t, module, name, inputs, dims)
+            r = targets.run_module(t, module, name, inputs, dims, fuel=fuel)
         except InputError as e:  # the target cannot compile this function
             print(f"target {tname} skipped: {e.message}", file=sys.stderr)
             continue
@@ -130,14 +136,22 @@ def parse_dims(text: str) -> dict[str, int]:
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
+    import zipfile
+
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        z = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise UsageError(f"{path}: not a readable .npz file: {e or 'empty'}") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):  # a bare .npy array has no names
+        raise UsageError(f"{path}: not a .npz archive of named arrays (a single .npy array)")
+    try:
+        with z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
         raise UsageError(f"{path}: not a readable .npz file: {e}") from None
 
 
@@ -265,6 +279,13 @@ def cmd_run(args) -> int:
     from kera_core.interp.values import concrete_type, flat_items, raw_bytes
 
     runner = select_target(args.target)
+    budget = {}
+    if args.fuel is not None:
+        if args.target == "interp":
+            raise UsageError("--fuel applies to fuel-metered targets (wasm, all), not interp")
+        if args.fuel <= 0:
+            raise UsageError("--fuel: expected a positive number of instructions")
+        budget["fuel"] = args.fuel
     user_dims = parse_dims(args.dims)
     inp = read_input(args.file)
     m = _load(inp)
@@ -309,6 +330,7 @@ def cmd_run(args) -> int:
             {sig.dim_names[i]: n for i, n in dims.items()},
             stdout=out,
             max_steps=args.max_steps,
+            **budget,
         )
     except InputError as e:
         raise UsageError(f"{e.message}") from None

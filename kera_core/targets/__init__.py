@@ -128,13 +128,22 @@ def runners() -> list[Target]:
 
 
 def run_module(
-    target: Target, module, fn: str, inputs: dict, dims=None, *, stdout=None, max_steps=None
+    target: Target,
+    module,
+    fn: str,
+    inputs: dict,
+    dims=None,
+    *,
+    stdout=None,
+    max_steps=None,
+    fuel=None,
 ):
     """`kera run --target NAME`: the interpreter's runner signature, on ``target``.
 
     ``module`` is an analysed module or a loaded .keg (anything with ``graph`` and
     ``provenance``). A function the target cannot compile, or ``max_steps`` on a target
-    that does not bound runs by loop iterations, is a bad argument (InputError R0005).
+    that does not bound runs by loop iterations, or ``fuel`` on one that meters none, is a
+    bad argument (InputError R0005).
     """
     from kera_core.interp.errors import InputError
 
@@ -150,6 +159,10 @@ def run_module(
             f"--max-steps is not supported by the {target.name} target"
             + (f" ({note})" if note else ""),
         )
+    if fuel is not None and not getattr(target, "supports_fuel", False):
+        raise InputError("R0005", f"--fuel is not supported by the {target.name} target")
     art = target.lower(graph, prov, fn)
     kw = {"max_steps": max_steps} if max_steps is not None else {}
+    if fuel is not None:
+        kw["fuel"] = fuel
     return target.run(art, graph, fn, inputs, dims, provenance=prov, stdout=stdout, **kw)

@@ -16,7 +16,8 @@ class WasmTarget:
     suffix = ".wasm"
 
     per_function = True  # an artifact holds one exported function and what it calls
-    bounds_note = "it uses fuel"  # why `kera run --max-steps` does not apply
+    bounds_note = "it uses fuel: see --fuel"  # why `kera run --max-steps` does not apply
+    supports_fuel = True  # `kera run --fuel N`: the instruction budget of one run
 
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:

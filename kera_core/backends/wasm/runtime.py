@@ -433,6 +433,8 @@ def _trap_error(store, ex, trap: wasmtime.Trap) -> InterpError:
     text = str(trap)
     if "fuel" in text:
         return WasmRunError(
-            "R0007", "out of fuel: the WebAssembly run exceeded its instruction budget"
+            "R0007",
+            "out of fuel: the WebAssembly run exceeded its instruction budget "
+            "(`kera run --fuel N` raises it)",
         )
     return WasmRunError("R0008", f"WebAssembly trap: {text.splitlines()[0]}")
