@@ -140,7 +140,10 @@ class FnEmitter:
         self.lines: list[str] = []
         self.depth = 2
         self.labels = 0
-        self.deferred: set[bytes] = set()  # computed inside their consumer (fusion.py)
+        # nodes of the region being emitted that its consumer computes inline (fusion.py);
+        # per region: a node of the same hash may recur in a nested or enclosing region,
+        # yielded or used twice there, and must be computed there
+        self.deferred: set[bytes] = set()
         self.ctx: list[Context] = []  # in-place decisions of the regions being emitted
 
     # --- locals and lines -------------------------------------------------------------
@@ -195,15 +198,18 @@ class FnEmitter:
         ctx = ctx if ctx is not None else Context()
         self.ctx.append(ctx)
         inplace = ctx.updates
-        self.deferred |= fusion.plan(self.g, region, nodes, bool(inplace))
+        outer = self.deferred
+        deferred = fusion.plan(self.g, region, nodes, bool(inplace))
         for n in nodes:
             if n.op == "param":
                 env[(n.hash, 0)] = args[n.attr("index")]
                 continue
-            if n.hash in self.deferred:
+            if n.hash in deferred:
                 env[(n.hash, 0)] = "$deferred"  # never read: the consumer inlines it
                 continue
+            self.deferred = deferred  # a nested region emitted by the last node resets it
             self.node(n, env, n.hash in inplace)
+        self.deferred = outer
         self.ctx.pop()
         return [env[(v.node, v.index)] for v in region.yields]
 

@@ -97,6 +97,13 @@ def scalar(mod, op: str, p: Prim, *a: str) -> str:
         return f"({w}.{_CMP[op]} {a[0]} {a[1]})"
     if op in _ORD:
         return f"({w}.{op}_{sg} {a[0]} {a[1]})"
+    if op in ("minimum", "maximum"):  # operands are normalised, so the result is too
+        name = f"${op}_{w}_{sg}"
+        cmp = "lt" if op == "minimum" else "gt"
+        text = f"""\
+      (func {name} (param $a {w}) (param $b {w}) (result {w})
+        (select (local.get $a) (local.get $b) ({w}.{cmp}_{sg} (local.get $a) (local.get $b))))"""
+        return f"(call {_helper(mod, name, text)} {a[0]} {a[1]})"
     if op == "neg":
         return _norm(p, f"({w}.sub ({w}.const 0) {a[0]})")
     if op == "not":

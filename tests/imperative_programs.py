@@ -1,0 +1,590 @@
+"""A generator of random well-typed *imperative* Kera programs.
+
+`tests/programs.py` draws expression-style functions; this module draws the shapes the
+wasm backend's loop lowering cares about: `let mut` tensors (`zeros()`, `full(v)`, copies
+`x * 1.0`) carried through `for` loops (`0..N`, `1..N`, `0..N - 1`, `0..=N - 1`,
+`N / 2..N`, constant round counts) and `while` loops with a counter, nested loops,
+element updates at the induction variable and at other indices (`y[0]`, `y[N - 1 - i]`),
+updates under `if`/`else` (branches that update, that do nothing, that reassign the
+whole tensor), old values read before and after updates, elementwise temporaries used
+once or twice, reductions (`sum`/`mean`/`dot`/`max`/`min`) inside and outside loops,
+structs (scalar fields and a nested struct) rebuilt or field-updated each iteration,
+scalar accumulators, calls to earlier functions (by `&` and `&mut`), early exits
+(`break`, `continue`, `return` inside loops), `while` conditions that read carried
+values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
+shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
+for `i32`, bitwise operators, shifts, `/` and `%`. Each nested block ends by adding what
+it declared into a function-wide `acc` that the result depends on, and the result
+depends on every top-level variable: a graph keeps only what its result needs.
+
+Every program is drawn directly as source text. Loops are bounded: `for` loops run over
+ranges inside `0..N`, over short constant ranges, or (outermost only) over the constant
+`ROUNDS` (3 by default; ``render(prog, rounds=300)`` makes those loops long, for memory
+tests), and every `while` loop
+increments its counter first thing in its body, so `continue` cannot make it spin.
+Element indices are always in range: an index is an induction variable of a loop over
+a sub-range of `0..N` (or an expression of it that stays inside), or `0`/`N - 1` under a
+loop or an `if N > 0` guard. Checked errors can still occur (`max`/`min`/`mean` of an
+empty tensor, integer division by zero), and the test compares their codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hypothesis import strategies as st
+
+ELEMS = ["f32", "f64", "i32"]
+
+
+def _lit(t: str, v: float) -> str:
+    if t == "i32":
+        return f"{int(v)}i32"
+    s = repr(float(v))
+    return f"{s}{t}"
+
+
+@dataclass
+class Env:
+    """What a block may use. Lists are copied on entering a block (`child`)."""
+
+    t: str  # element type of every tensor and scalar of the program
+    tensors: list = field(default_factory=list)  # readable tensor names (x, z, locals)
+    mut_tensors: list = field(default_factory=list)  # owned `let mut` tensors (assignable)
+    ref_mut: list = field(default_factory=list)  # `&mut` parameters (assignable, not movable)
+    scalars: list = field(default_factory=list)  # readable scalars of type t
+    mut_scalars: list = field(default_factory=list)
+    structs: list = field(default_factory=list)  # mutable struct variables of type S
+    indices: list = field(default_factory=list)  # i64 expressions in 0..N (N >= 1 here)
+    ints: list = field(default_factory=list)  # i64 loop variables (any value)
+    loop_depth: int = 0  # loops enclosing this block
+    n_loops: int = 0  # N-sized loops enclosing this block (cost control)
+    in_loop: bool = False
+
+    def child(self, **kw) -> Env:
+        e = replace(
+            self,
+            tensors=list(self.tensors),
+            mut_tensors=list(self.mut_tensors),
+            ref_mut=list(self.ref_mut),
+            scalars=list(self.scalars),
+            mut_scalars=list(self.mut_scalars),
+            structs=list(self.structs),
+            indices=list(self.indices),
+            ints=list(self.ints),
+        )
+        for k, v in kw.items():
+            setattr(e, k, v)
+        return e
+
+
+class Gen:
+    """Draws one program; `draw` is hypothesis's."""
+
+    def __init__(self, draw, t: str, fns: list[dict]) -> None:
+        self.draw = draw
+        self.t = t
+        self.fns = fns  # earlier functions: {"name", "ret", "mut"}
+        self.counter = 0
+        self.ret = "scalar"
+
+    def fresh(self, p: str) -> str:
+        self.counter += 1
+        return f"{p}{self.counter}"
+
+    def d(self, strat):
+        return self.draw(strat)
+
+    def choice(self, xs):
+        return self.d(st.sampled_from(xs))
+
+    @property
+    def is_float(self) -> bool:
+        return self.t != "i32"
+
+    def one(self) -> str:
+        return _lit(self.t, 1.0)
+
+    def lit(self) -> str:
+        if self.is_float:
+            return _lit(self.t, self.choice([0.5, 2.0, -1.5, 3.0, 0.25, 1.0, -0.0]))
+        return _lit(self.t, self.choice([1, 2, 3, -2, 0, 7]))
+
+    # --- expressions -------------------------------------------------------------------
+
+    def tensor(self, env: Env, depth: int) -> str:
+        """An elementwise expression of type t[N] (a value, possibly a bare name)."""
+        leaves = list(env.tensors)
+        if depth <= 0 or self.d(st.integers(0, 3)) == 0:
+            return self.choice(leaves)
+        k = self.d(st.integers(0, 6))
+        if k <= 1:
+            op = self.choice(["+", "-", "*"] + (["/", "%"] if self.is_float else ["/", "%"]))
+            rhs = self.tensor(env, depth - 1)
+            if op in "/%" and not self.is_float and self.d(st.integers(0, 2)) > 0:
+                rhs = self.choice(["3i32", "-2i32"])  # mostly no division by zero
+            return f"({self.tensor(env, depth - 1)} {op} {rhs})"
+        if k == 6:
+            # casts and comparisons: fused, but never lane-wise
+            e = self.tensor(env, depth - 1)
+            if self.d(st.booleans()):
+                return f"(({e} > {self.tensor(env, depth - 1)}) as {self.t})"
+            via = {"f32": "f64", "f64": "f32", "i32": "f32"}[self.t]
+            if self.t == "i32" and self.d(st.booleans()):
+                op = self.choice(["&", "|", "^", "<<", ">>"])
+                return f"({e} {op} {self.tensor(env, depth - 1)})"
+            return f"({e} as {via} as {self.t})"
+        if k == 2:
+            op = self.choice(["+", "*", "-"])
+            s = self.scalar(env, 0)
+            if self.d(st.booleans()):
+                return f"({s} {op} {self.tensor(env, depth - 1)})"
+            return f"({self.tensor(env, depth - 1)} {op} {s})"
+        if k == 3:
+            fns = ["abs", "-"] + (["exp", "sqrt", "tanh", "sigmoid"] if self.is_float else [])
+            f = self.choice(fns)
+            if f == "-":
+                return f"-({self.tensor(env, depth - 1)})"
+            return f"{f}({self.tensor(env, depth - 1)})"
+        if k == 4:
+            f = self.choice(["minimum", "maximum"])
+            other = self.tensor(env, depth - 1) if self.d(st.booleans()) else self.scalar(env, 0)
+            return f"{f}({self.tensor(env, depth - 1)}, {other})"
+        # a conditional elementwise blend through a scalar if
+        c = self.cond(env)
+        return (
+            f"(if {c} {{ {self.owned(env, depth - 1)} }} else {{ {self.owned(env, depth - 1)} }})"
+        )
+
+    def owned(self, env: Env, depth: int) -> str:
+        """A tensor value that moves nothing: a bare name becomes a copy `name * 1`."""
+        e = self.tensor(env, depth)
+        return f"{e} * {self.one()}" if e.isidentifier() else e
+
+    def borrowed(self, env: Env, depth: int) -> str:
+        e = self.tensor(env, depth)
+        return e if e in ("x", "z") else f"&{e}"
+
+    def reduction(self, env: Env, depth: int) -> str:
+        fns = ["sum", "max", "min", "dot"] + (["mean"] if self.is_float else [])
+        f = self.choice(fns)
+        if f == "dot":
+            return f"dot({self.borrowed(env, depth)}, {self.borrowed(env, depth)})"
+        return f"{f}({self.borrowed(env, depth)})"
+
+    def scalar(self, env: Env, depth: int) -> str:
+        leaves = [lambda: "a", self.lit]
+        if env.scalars:
+            leaves.append(lambda: self.choice(env.scalars))
+        if env.indices:
+            leaves.append(lambda: f"{self.choice(env.tensors)}[{self.choice(env.indices)}]")
+        if env.structs:
+            leaves.append(lambda: f"{self.choice(env.structs)}.{self.choice(['u', 'inner.v'])}")
+        if env.ints:
+            leaves.append(lambda: f"({self.choice(env.ints)} as {self.t})")
+        leaves.append(lambda: self.reduction(env, min(depth, 1)))
+        if depth <= 0 or self.d(st.integers(0, 2)) == 0:
+            return self.choice(leaves)()
+        k = self.d(st.integers(0, 4))
+        if k <= 1:
+            ints = ["/", "%", "&", "|", "^", "<<", ">>"]
+            op = self.choice(["+", "-", "*"] + (["/", "%"] if self.is_float else ints))
+            rhs = self.scalar(env, depth - 1)
+            if op in "/%" and not self.is_float and self.d(st.integers(0, 3)) > 0:
+                rhs = self.choice(["3i32", "-2i32", "7i32"])  # mostly no division by zero
+            return f"({self.scalar(env, depth - 1)} {op} {rhs})"
+        if k == 2:
+            return f"-({self.scalar(env, depth - 1)})"
+        if k == 3:
+            fns = ["abs", "minimum", "maximum"]
+            if self.is_float:
+                fns += ["exp", "sqrt", "tanh", "sigmoid", "log", "fma"]
+            f = self.choice(fns)
+            n_args = {"minimum": 2, "maximum": 2, "fma": 3}.get(f, 1)
+            args = ", ".join(self.scalar(env, depth - 1) for _ in range(n_args))
+            return f"{f}({args})"
+        c = self.cond(env)
+        return (
+            f"(if {c} {{ {self.scalar(env, depth - 1)} }} else {{ {self.scalar(env, depth - 1)} }})"
+        )
+
+    def cond(self, env: Env) -> str:
+        k = self.d(st.integers(0, 3))
+        if k == 0 and env.ints:
+            i = self.choice(env.ints)
+            return self.choice([f"{i} % 2 == 0", f"{i} > 1", f"{i} < N / 2"])
+        op = self.choice([">", "<", ">=", "!="])
+        return f"{self.scalar(env, 0)} {op} {self.scalar(env, 0)}"
+
+    # --- statements ----------------------------------------------------------------------
+
+    def block(self, env: Env, budget: int, observe: bool = True) -> list[str]:
+        """Statements; a nested block then adds what it declared into `acc`, so that its
+        work reaches the result (a graph keeps only what the result depends on)."""
+        before = {*env.tensors, *env.scalars, *env.structs}
+        out: list[str] = []
+        n = self.d(st.integers(1, max(1, min(4, budget))))
+        for _ in range(n):
+            out += self.stmt(env, budget - 1)
+        if observe and self.d(st.integers(0, 4)) > 0:
+            e = self.observe(env, before)
+            if e:
+                out.append(f"acc = acc + {e};")
+        return out
+
+    def observe(self, env: Env, before: set[str]) -> str:
+        """A scalar that depends on every variable declared since ``before``."""
+        terms = [v for v in env.scalars if v not in before]
+        for v in env.tensors:
+            if v in before:
+                continue
+            if env.indices and self.d(st.booleans()):
+                terms.append(f"{v}[{self.choice(env.indices)}]")
+            else:
+                terms.append(self.choice([f"sum(&{v})", f"dot(&{v}, x)"]))
+        terms += [f"{v}.u + {v}.inner.v" for v in env.structs if v not in before]
+        return " + ".join(terms)
+
+    def new_tensor_init(self, env: Env) -> str:
+        k = self.d(st.integers(0, 3))
+        if k == 0:
+            return "zeros()"
+        if k == 1:
+            return f"full({self.scalar(env, 0)})"
+        if k == 2:
+            return f"{self.choice(env.tensors)} * {self.one()}"
+        return self.owned(env, 2)
+
+    def stmt(self, env: Env, budget: int) -> list[str]:
+        t = self.t
+        kinds = ["let_tensor", "let_scalar", "temp", "acc", "assign_tensor"]
+        if env.indices:
+            kinds += ["update", "update", "update", "old", "if_update"]
+        else:
+            kinds += ["guard"]
+        if env.structs:
+            kinds += ["struct"]
+        else:
+            kinds += ["let_struct"]
+        if budget > 0 and env.loop_depth < 3:
+            kinds += ["for", "for", "while", "rounds", "lanes", "lanes"]
+        if budget > 0:
+            kinds += ["if"]
+        if env.in_loop:
+            kinds += ["exit"]
+        # a callee with a `ROUNDS` loop is called outside loops only (ROUNDS² iterations)
+        callees = [f for f in self.fns if env.loop_depth == 0 or not f["rounds"]]
+        if callees:
+            kinds += ["call"]
+        kind = self.choice(kinds)
+        if kind == "let_tensor":
+            y = self.fresh("y")
+            init = self.new_tensor_init(env)
+            env.tensors.append(y)
+            env.mut_tensors.append(y)
+            return [f"let mut {y}: {t}[N] = {init};"]
+        if kind == "let_scalar":
+            s = self.fresh("s")
+            e = self.scalar(env, 2)
+            env.scalars.append(s)
+            env.mut_scalars.append(s)
+            return [f"let mut {s}: {t} = {e};"]
+        if kind == "temp":
+            v = self.fresh("t")
+            e = self.owned(env, 2)
+            env.tensors.append(v)
+            return [f"let {v} = {e};"]
+        if kind == "acc":
+            if not env.mut_scalars:
+                return self.stmt(env, budget)
+            s = self.choice(env.mut_scalars)
+            op = self.choice(["=", "+=", "-=", "*="])
+            return [f"{s} {op} {self.scalar(env, 2)};"]
+        if kind == "assign_tensor":
+            targets = env.mut_tensors + env.ref_mut
+            if not targets:
+                return self.stmt(env, budget)
+            y = self.choice(targets)
+            op = self.choice(["=", "=", "+=", "*="])
+            return [f"{y} {op} {self.owned(env, 2) if op == '=' else self.tensor(env, 2)};"]
+        if kind == "update":
+            targets = env.mut_tensors + env.ref_mut
+            if not targets:
+                return self.stmt(env, budget)
+            y = self.choice(targets)
+            op = self.choice(["=", "=", "+=", "-="])
+            return [f"{y}[{self.choice(env.indices)}] {op} {self.scalar(env, 2)};"]
+        if kind == "old":
+            s = self.fresh("old")
+            e = f"{self.choice(env.tensors)}[{self.choice(env.indices)}]"
+            env.scalars.append(s)
+            return [f"let {s}: {t} = {e};"]
+        if kind == "if_update":
+            targets = env.mut_tensors + env.ref_mut
+            if not targets:
+                return self.stmt(env, budget)
+            y = self.choice(targets)
+            i = self.choice(env.indices)
+            c = self.cond(env)
+            then = f"{y}[{i}] = {self.scalar(env, 1)};"
+            k = self.d(st.integers(0, 3))
+            if k == 0:
+                return [f"if {c} {{", f"    {then}", "}"]
+            if k == 1:
+                other = f"{y}[{self.choice(env.indices)}] = {self.scalar(env, 1)};"
+            elif k == 2:
+                other = f"{y} = {self.owned(env, 1)};"
+            else:
+                other = ""
+            return [
+                f"if {c} {{",
+                f"    {then}",
+                "} else {",
+                *([f"    {other}"] if other else []),
+                "}",
+            ]
+        if kind == "guard":
+            inner = env.child(indices=["0", "N - 1", "N / 2"])
+            body = self.block(inner, max(1, budget))
+            return ["if N > 0 {", *_ind(body), "}"]
+        if kind == "let_struct":
+            s = self.fresh("st")
+            lit = self.struct_lit(env)
+            env.structs.append(s)
+            return [f"let mut {s} = {lit};"]
+        if kind == "struct":
+            s = self.choice(env.structs)
+            k = self.d(st.integers(0, 3))
+            if k == 0:
+                return [f"{s} = {self.struct_lit(env, s)};"]
+            if k == 1:
+                return [f"{s}.u += {self.scalar(env, 1)};"]
+            if k == 2:
+                return [f"{s}.inner.v = {self.scalar(env, 1)};", f"{s}.n += 1;"]
+            return [f"{s}.inner = In {{ v: {self.scalar(env, 1)}, c: {s}.inner.c + {s}.n }};"]
+        if kind == "for":
+            i = self.fresh("i")
+            rng, extra = self.choice(
+                [
+                    ("0..N", [f"N - 1 - {i}", f"{i} / 2"]),
+                    ("1..N", [f"{i} - 1", f"N - 1 - {i}"]),
+                    ("0..N - 1", [f"{i} + 1", f"N - 1 - {i}"]),
+                    ("0..=N - 1", [f"N - 1 - {i}"]),
+                    ("N / 2..N", [f"N - 1 - {i}", f"{i} - N / 2"]),
+                ]
+            )
+            if env.n_loops >= 1 and self.d(st.integers(0, 3)) > 0:
+                # keep nested N-loops rare (N^2 iterations): loop over a short prefix
+                return self.counted_for(env, budget, i, f"0..{self.choice(['2', '3'])}")
+            body_env = env.child(
+                indices=[*env.indices, i, *extra, "0", "N - 1"],
+                ints=[*env.ints, i],
+                loop_depth=env.loop_depth + 1,
+                n_loops=env.n_loops + 1,
+                in_loop=True,
+            )
+            body = self.block(body_env, budget)
+            return [f"for {i} in {rng} {{", *_ind(body), "}"]
+        if kind == "lanes":
+            return self.lanes_loop(env)
+        if kind == "rounds":
+            r = self.fresh("r")
+            rng = self.choice(["0..ROUNDS", "1..=ROUNDS", "0..ROUNDS - 1"])
+            if env.loop_depth > 0:  # `ROUNDS` loops are outermost: ≤ ROUNDS · N iterations
+                rng = self.choice(["0..2", "1..=2"])
+            return self.counted_for(env, budget, r, rng)
+        if kind == "while":
+            w = self.fresh("w")
+            j = self.fresh("j")
+            body_env = env.child(
+                indices=[*env.indices, j, f"N - 1 - {j}", "0", "N - 1"],
+                ints=[*env.ints, j],
+                loop_depth=env.loop_depth + 1,
+                n_loops=env.n_loops + 1,
+                in_loop=True,
+            )
+            bound = self.choice(["N", "N - 1"]) if env.n_loops == 0 else "N / 8"
+            if self.d(st.booleans()):  # the condition reads the carried values too
+                bound = f"{bound} && {self.cond(env)}"
+            body = self.block(body_env, budget)
+            return [
+                f"let mut {w}: i64 = 0;",
+                f"while {w} < {bound} {{",
+                f"    let {j} = {w};",
+                f"    {w} += 1;",
+                *_ind(body),
+                "}",
+            ]
+        if kind == "if":
+            c = self.cond(env)
+            then = self.block(env.child(), budget)
+            if self.d(st.booleans()):
+                return [f"if {c} {{", *_ind(then), "}"]
+            other = self.block(env.child(), budget)
+            return [f"if {c} {{", *_ind(then), "} else {", *_ind(other), "}"]
+        if kind == "exit":
+            c = self.cond(env)
+            k = self.d(st.integers(0, 2))
+            if k == 0:
+                return [f"if {c} {{", "    break;", "}"]
+            if k == 1:
+                return [f"if {c} {{", "    continue;", "}"]
+            return [f"if {c} {{", f"    return {self.ret_value(env)};", "}"]
+        if kind == "call":
+            f = self.choice(callees)
+            second = self.choice(env.tensors)
+            args = [self.borrowed(env, 1), second if second in ("x", "z") else f"&{second}"]
+            args.append(self.scalar(env, 1))
+            if f["mut"]:
+                if not env.mut_tensors and not env.ref_mut:
+                    return self.stmt(env, budget)
+                w = self.choice(env.mut_tensors + env.ref_mut)
+                # exclusivity: no other argument may mention `w`
+                args = [a_ if w not in _names(a_) else "x" for a_ in args[:2]]
+                sc = self.scalar(env, 1)
+                args.append(sc if w not in _names(sc) else "a")
+                args.append(f"&mut {w}")
+            v = self.fresh("c")
+            call = f"{f['name']}({', '.join(args)})"
+            if f["ret"] == "tensor":
+                env.tensors.append(v)
+                return [f"let {v}: {t}[N] = {call};"]
+            if f["ret"] == "struct":
+                env.structs.append(v)
+                return [f"let mut {v}: S = {call};"]
+            env.scalars.append(v)
+            return [f"let {v}: {t} = {call};"]
+        raise AssertionError(kind)
+
+    def lanes_loop(self, env: Env) -> list[str]:
+        """`for i in lo..N { y[i] = f(x[i], y[i], a); … }`: the optimizer's `lanes` shape."""
+        i = self.fresh("i")
+        rng = self.choice(["0..N", "1..N", "0..N - 1", "N / 2..N"])
+        targets = env.mut_tensors + env.ref_mut
+        if not targets:
+            return self.stmt(env, 0)
+        locals_: list[str] = []
+        body: list[str] = []
+
+        def elem(depth: int) -> str:
+            leaves = ["a", self.lit(), *locals_]
+            leaves += [f"{v}[{i}]" for v in env.tensors]
+            if depth <= 0 or self.d(st.integers(0, 2)) == 0:
+                return self.choice(leaves)
+            k = self.d(st.integers(0, 3))
+            if k <= 1:
+                op = self.choice(["+", "-", "*"] + (["/"] if self.is_float else []))
+                return f"({elem(depth - 1)} {op} {elem(depth - 1)})"
+            if k == 2:
+                return f"-({elem(depth - 1)})"
+            fns = ["abs", "minimum", "maximum"]
+            if self.is_float:
+                fns += ["exp", "sqrt", "tanh", "sigmoid", "log"]
+            f = self.choice(fns)
+            n_args = 2 if f in ("minimum", "maximum") else 1
+            return f"{f}({', '.join(elem(depth - 1) for _ in range(n_args))})"
+
+        for _ in range(self.d(st.integers(1, 3))):
+            if self.d(st.integers(0, 2)) == 0:
+                v = self.fresh("e")
+                body.append(f"let {v}: {self.t} = {elem(2)};")
+                locals_.append(v)
+            else:
+                y = self.choice(targets)
+                op = self.choice(["=", "=", "+="])
+                body.append(f"{y}[{i}] {op} {elem(2)};")
+        return [f"for {i} in {rng} {{", *_ind(body), "}"]
+
+    def counted_for(self, env: Env, budget: int, r: str, rng: str) -> list[str]:
+        """A loop whose variable is no index: `ROUNDS`, or a short constant range in place
+        of a second N-sized loop (N² iterations would be slow to interpret)."""
+        body_env = env.child(ints=[*env.ints, r], loop_depth=env.loop_depth + 1, in_loop=True)
+        body = self.block(body_env, budget)
+        return [f"for {r} in {rng} {{", *_ind(body), "}"]
+
+    def struct_lit(self, env: Env, old: str | None = None) -> str:
+        n = f"{old}.n + 1" if old else "0"
+        c = f"{old}.inner.c * 2" if old else "1"
+        return (
+            f"S {{ u: {self.scalar(env, 1)}, n: {n}, "
+            f"inner: In {{ v: {self.scalar(env, 1)}, c: {c} }} }}"
+        )
+
+    def ret_value(self, env: Env) -> str:
+        if self.ret == "tensor":
+            # a borrow is not an owned result; a bare local would be moved out of a loop
+            return self.owned(env, 2)
+        if self.ret == "struct":
+            return self.struct_lit(env)
+        return self.scalar(env, 2)
+
+    def tail(self, env: Env) -> list[str]:
+        """The last statements and the tail: the result depends on every top-level
+        variable (through `acc`) and on what the nested blocks added to `acc`."""
+        e = self.observe(env, {"x", "z", "a", "w", "acc"})
+        out = [f"acc = acc + {e};"] if e else []
+        if self.ret == "tensor":
+            owned = list(env.mut_tensors)
+            if owned and self.d(st.booleans()):
+                y = self.choice(owned)
+                return [*out, f"{y} = {y} + acc;", y]  # the carried tensor itself, moved
+            return [*out, f"{self.ret_value(env)} + acc"]
+        if self.ret == "struct":
+            if env.structs and self.d(st.booleans()):
+                v = self.choice(env.structs)
+                return [*out, f"{v}.u += acc;", v]
+            return [*out, self.struct_lit(env).replace("S { u: ", "S { u: acc + ", 1)]
+        return [*out, f"acc + {self.scalar(env, 2)}"]
+
+
+def _names(e: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", e))
+
+
+def _ind(lines: list[str]) -> list[str]:
+    return ["    " + ln for ln in lines]
+
+
+@st.composite
+def imperative_function(draw, t: str, index: int, earlier: list[dict]):
+    g = Gen(draw, t, earlier)
+    g.ret = draw(st.sampled_from(["tensor", "tensor", "scalar", "struct"]))
+    mut = draw(st.booleans())
+    env = Env(t=t, tensors=["x", "z"], scalars=["a", "acc"], mut_scalars=["acc"])
+    params = [f"x: &{t}[N]", f"z: &{t}[N]", f"a: {t}"]
+    if mut:
+        params.append(f"w: &mut {t}[N]")
+        env.tensors.append("w")
+        env.ref_mut.append("w")
+    body = [f"let mut acc: {t} = {_lit(t, 0)};"]
+    body += g.block(env, draw(st.integers(2, 4)), observe=False)
+    body += g.tail(env)
+    ret = {"tensor": f"{t}[N]", "scalar": t, "struct": "S"}[g.ret]
+    name = f"f{index}"
+    vis = "pub " if index == 0 or draw(st.booleans()) else ""
+    text = "\n".join([f"{vis}fn {name}[N]({', '.join(params)}) -> {ret} {{", *_ind(body), "}"])
+    rounds = "ROUNDS" in text or any(f["rounds"] for f in earlier if f["name"] in text)
+    return {"name": name, "ret": g.ret, "mut": mut, "text": text, "rounds": rounds}
+
+
+@st.composite
+def imperative_program(draw):
+    """A program: its element type and its functions (callees first)."""
+    t = draw(st.sampled_from([*ELEMS, "f32"]))
+    k = draw(st.integers(1, 3))
+    fns: list[dict] = []
+    for i in range(k):
+        fns.append(draw(imperative_function(t, k - 1 - i, list(fns))))
+    return {"t": t, "fns": fns}
+
+
+def render(prog: dict, rounds: int = 3) -> str:
+    t = prog["t"]
+    head = [
+        f"const ROUNDS: i64 = {rounds};",
+        f"struct In {{ v: {t}, c: i64 }}",
+        f"struct S {{ u: {t}, n: i64, inner: In }}",
+    ]
+    return "\n".join(head) + "\n\n" + "\n\n".join(f["text"] for f in prog["fns"]) + "\n"
