@@ -8,14 +8,16 @@ document. Trivia after the last token of the file belongs to the root.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.source import Span
-from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind
 from kera_core.syntax.lexer import LexedText
 from kera_core.syntax.parser.events import Error, Event, Finish, Start
 from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 ITEM_KINDS = frozenset({K.FN, K.STRUCT, K.CONST, K.FIELD})
 _TRIVIA = frozenset({K.WHITESPACE, K.COMMENT, K.DOC_COMMENT})
@@ -122,35 +124,109 @@ class TreeBuilder:
             self.diagnostics.append(d)
 
     def run(self, events: list[Event]) -> GreenNode:
-        forward: list[SyntaxKind] = []
-        for i, ev in enumerate(events):
-            if isinstance(ev, Start):
-                if ev.kind is None and ev.forward_parent is None:
-                    continue
-                # Open the forward-parent chain outermost first.
-                forward.clear()
-                j = i
-                fp = ev.forward_parent
-                if ev.kind is not None:
-                    forward.append(ev.kind)
-                ev.kind = None
-                ev.forward_parent = None
-                while fp is not None:
-                    j += fp
-                    parent = events[j]
-                    assert isinstance(parent, Start)
-                    if parent.kind is not None:
-                        forward.append(parent.kind)
-                    fp = parent.forward_parent
-                    parent.kind = None
-                    parent.forward_parent = None
-                for kind in reversed(forward):
-                    self.start(kind)
-            elif isinstance(ev, Finish):
-                self.finish()
-            elif isinstance(ev, Error):
-                self.error(ev.code, ev.message)
+        # The hot loop: ``start``/``token``/``finish`` inlined over local variables. The
+        # methods above stay the reference (and serve errors and forward-parent chains).
+        kinds = self.kinds
+        texts = self.texts
+        n = len(kinds)
+        stack = self.stack
+        trivia = _TRIVIA
+        items = ITEM_KINDS
+        token_of = self.cache.token
+        interned = self.cache.tokens.get  # the common case of ``token_of``, without a call
+        node_of = self.cache.node
+        t_start = Start
+        t_finish = Finish
+        t_error = Error
+        pos = self.pos
+        byte = self.byte
+        i = -1
+        for ev in events:
+            i += 1
+            t = type(ev)
+            if t is t_start:
+                kind = ev.kind  # type: ignore[union-attr]
+                fp = ev.forward_parent  # type: ignore[union-attr]
+                if fp is None:
+                    if kind is None:
+                        continue
+                    ev.kind = None  # type: ignore[union-attr]
+                    opening: Iterable[SyntaxKind] = (kind,)
+                else:
+                    # Open the forward-parent chain outermost first.
+                    forward = []
+                    j = i
+                    if kind is not None:
+                        forward.append(kind)
+                    ev.kind = None  # type: ignore[union-attr]
+                    ev.forward_parent = None  # type: ignore[union-attr]
+                    while fp is not None:
+                        j += fp
+                        parent = events[j]
+                        assert isinstance(parent, Start)
+                        if parent.kind is not None:
+                            forward.append(parent.kind)
+                        fp = parent.forward_parent
+                        parent.kind = None
+                        parent.forward_parent = None
+                    opening = reversed(forward)
+                for kind in opening:  # == self.start(kind)
+                    if not stack:
+                        stack.append((kind, []))
+                        continue
+                    j = pos
+                    while j < n and kinds[j] in trivia:
+                        j += 1
+                    if kind in items and j > pos:
+                        self.pos = pos
+                        attached = self._n_attached(j - pos)
+                    else:
+                        attached = 0
+                    children = stack[-1][1]
+                    stop = j - attached
+                    while pos < stop:
+                        tok = interned((kinds[pos], texts[pos])) or token_of(kinds[pos], texts[pos])
+                        children.append(tok)
+                        byte += tok.text_len
+                        pos += 1
+                    children = []
+                    stack.append((kind, children))
+                    for _ in range(attached):
+                        tok = interned((kinds[pos], texts[pos])) or token_of(kinds[pos], texts[pos])
+                        children.append(tok)
+                        byte += tok.text_len
+                        pos += 1
+            elif t is t_finish:
+                if len(stack) == 1:
+                    children = stack[-1][1]
+                    while pos < n:
+                        tok = interned((kinds[pos], texts[pos])) or token_of(kinds[pos], texts[pos])
+                        children.append(tok)
+                        byte += tok.text_len
+                        pos += 1
+                kind, children = stack.pop()
+                node = node_of(kind, tuple(children))
+                if stack:
+                    stack[-1][1].append(node)
+                else:
+                    self.result = node
+            elif t is t_error:
+                self.pos = pos
+                self.byte = byte
+                self.error(ev.code, ev.message)  # type: ignore[union-attr]
             else:
-                self.token()
+                children = stack[-1][1]
+                while pos < n and kinds[pos] in trivia:
+                    tok = interned((kinds[pos], texts[pos])) or token_of(kinds[pos], texts[pos])
+                    children.append(tok)
+                    byte += tok.text_len
+                    pos += 1
+                if pos < n:
+                    tok = interned((kinds[pos], texts[pos])) or token_of(kinds[pos], texts[pos])
+                    children.append(tok)
+                    byte += tok.text_len
+                    pos += 1
+        self.pos = pos
+        self.byte = byte
         assert self.result is not None and not self.stack
         return self.result

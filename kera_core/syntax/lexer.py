@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.source import Span, decode, utf8_len
-from kera_core.syntax.kinds import KEYWORDS, PUNCTUATION, SyntaxKind
+from kera_core.syntax.kinds import FAST_KINDS, KEYWORDS, PUNCTUATION, SyntaxKind
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 _PUNCT_RE = "|".join(re.escape(t) for t, _ in PUNCTUATION)
 _PUNCT_KIND = {t: k for t, k in PUNCTUATION}
@@ -38,6 +38,11 @@ _TOKEN_RE = re.compile(
     r"|(?P<other>.|\n)",
     re.DOTALL,
 )
+
+_G_WS = _TOKEN_RE.groupindex["ws"]
+_G_IDENT = _TOKEN_RE.groupindex["ident"]
+_G_PUNCT = _TOKEN_RE.groupindex["punct"]
+_BAD_CHECKED = frozenset({K.COMMENT, K.DOC_COMMENT, K.STRING})
 
 _INT_SUFFIXES = "i8|i16|i32|i64|u8|u16|u32|u64|f32|f64"
 _VALID_INT = re.compile(
@@ -94,10 +99,40 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
     byte = base
     n = len(text)
     match = _TOKEN_RE.match
+    keyword = KEYWORDS.get
+    punct_kind = _PUNCT_KIND
+    ident = K.IDENT
+    whitespace = K.WHITESPACE
+    bad_checked = _BAD_CHECKED
+    append_kind = kinds.append
+    append_text = texts.append
+    g_ws, g_ident, g_punct = _G_WS, _G_IDENT, _G_PUNCT
     while pos < n:
         m = match(text, pos)
-        group = m.lastgroup
+        idx = m.lastindex
         end = m.end()
+        # The common tokens first, dispatched on the group number (no diagnostics).
+        if idx == g_ws:
+            append_kind(whitespace)
+            append_text(text[pos:end])
+            byte += end - pos  # whitespace is ASCII
+            pos = end
+            continue
+        if idx == g_ident:
+            tok = text[pos:end]
+            append_kind(keyword(tok, ident))
+            append_text(tok)
+            byte += end - pos  # identifiers are ASCII
+            pos = end
+            continue
+        if idx == g_punct:
+            tok = text[pos:end]
+            append_kind(punct_kind[tok])
+            append_text(tok)
+            byte += end - pos  # punctuation is ASCII
+            pos = end
+            continue
+        group = m.lastgroup
         if group == "ws":
             kind = K.WHITESPACE
         elif group == "ident":
@@ -172,14 +207,14 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
                 )
             )
         tok = text[pos:end]
-        if kind in (K.COMMENT, K.DOC_COMMENT, K.STRING) and not ascii_only:
+        if not ascii_only and kind in bad_checked:
             for bad in _BAD_RUN.finditer(tok):
                 s = byte + utf8_len(tok[: bad.start()])
                 diags.append(
                     error("K0001", Span(s, s + len(bad.group())), "invalid UTF-8 in source")
                 )
-        kinds.append(kind)
-        texts.append(tok)
+        append_kind(kind)
+        append_text(tok)
         byte += (end - pos) if ascii_only else utf8_len(tok)
         pos = end
     return out

@@ -40,8 +40,12 @@ class Parse:
         return str(self.green)
 
 
+_TRIVIA = frozenset(k for k in SyntaxKind if k.is_trivia)
+
+
 def _significant(lexed: LexedText) -> list[SyntaxKind]:
-    return [k for k in lexed.kinds if not k.is_trivia]
+    trivia = _TRIVIA
+    return [k for k in lexed.kinds if k not in trivia]
 
 
 def run_rule(

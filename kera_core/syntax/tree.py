@@ -162,7 +162,9 @@ class NodeCache:
 
     def __init__(self) -> None:
         self.tokens: dict[tuple[SyntaxKind, str], GreenToken] = {}
-        self.nodes: dict[GreenNode, GreenNode] = {}
+        # Keyed by (kind, children): tuple comparison tries identity first and falls back
+        # to the children's structural ``__eq__``, which is exactly node equality.
+        self.nodes: dict[tuple[SyntaxKind, tuple[GreenToken | GreenNode, ...]], GreenNode] = {}
 
     def token(self, kind: SyntaxKind, text: str) -> GreenToken:
         key = (kind, text)
@@ -172,10 +174,30 @@ class NodeCache:
         return tok
 
     def node(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> GreenNode:
-        node = GreenNode(kind, children)
         if len(children) > self.MAX_CHILDREN:
-            return node
-        return self.nodes.setdefault(node, node)
+            return _new_node(kind, children)
+        key = (kind, children)
+        node = self.nodes.get(key)
+        if node is None:
+            node = self.nodes[key] = _new_node(kind, children)
+        return node
+
+
+def _new_node(kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> GreenNode:
+    """``GreenNode(kind, children)`` without the per-child method calls (same fields)."""
+    hashes = [c._hash for c in children]
+    if None in hashes:  # a lazily hashed (path-copied) child
+        return GreenNode(kind, children)
+    node = _GREEN_NEW(GreenNode)
+    node.kind = kind
+    node.children = children
+    node.text_len = sum([c.text_len for c in children])
+    node._hash = hash((kind, tuple(hashes)))
+    node._offsets = None
+    return node
+
+
+_GREEN_NEW = object.__new__
 
 
 # --- red cursors -----------------------------------------------------------

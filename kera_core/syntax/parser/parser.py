@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
 from kera_core.syntax.parser.events import FINISH, Error, Event, Start, Token
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 FUEL = 256
+EOF = K.EOF
+# Token events carry only their kind and are never mutated: one shared event per kind.
+_TOKEN_EVENT: list[Token] = [Token(k) for k in range(max(SyntaxKind) + 1)]  # type: ignore[arg-type]
+for _k in SyntaxKind:
+    _TOKEN_EVENT[_k] = Token(_k)
 MAX_DEPTH = 128
 
 
@@ -41,30 +46,56 @@ class Parser:
         i = self.pos + n
         return self.kinds[i] if i < self.n else K.EOF
 
+    # ``nth(0)`` inlined: these are the parser's hottest calls.
     def current(self) -> SyntaxKind:
-        return self.nth(0)
+        self.fuel -= 1
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        return self.kinds[pos] if pos < self.n else EOF
 
     def at(self, kind: SyntaxKind) -> bool:
-        return self.nth(0) == kind
+        self.fuel -= 1
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        return (self.kinds[pos] if pos < self.n else EOF) == kind
 
     def at_any(self, kinds: Collection[SyntaxKind]) -> bool:
-        return self.nth(0) in kinds
+        self.fuel -= 1
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        return (self.kinds[pos] if pos < self.n else EOF) in kinds
 
     def at_eof(self) -> bool:
-        return self.nth(0) == K.EOF
+        self.fuel -= 1
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        return (self.kinds[pos] if pos < self.n else EOF) == EOF
 
     # --- consuming --------------------------------------------------------
     def bump(self) -> None:
-        if self.pos < self.n:
-            self.events.append(Token(self.kinds[self.pos]))
-            self.pos += 1
+        pos = self.pos
+        if pos < self.n:
+            self.events.append(_TOKEN_EVENT[self.kinds[pos]])
+            self.pos = pos + 1
             self.fuel = FUEL
 
     def eat(self, kind: SyntaxKind) -> bool:
-        if self.at(kind):
-            self.bump()
-            return True
-        return False
+        self.fuel -= 1
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        if pos < self.n:
+            if self.kinds[pos] == kind:
+                self.events.append(_TOKEN_EVENT[kind])
+                self.pos = pos + 1
+                self.fuel = FUEL
+                return True
+            return False
+        return kind == EOF  # `eat(EOF)` at the end succeeds without consuming
 
     def expect(self, kind: SyntaxKind) -> bool:
         if self.eat(kind):
@@ -74,8 +105,9 @@ class Parser:
 
     # --- nodes ------------------------------------------------------------
     def start(self) -> Marker:
-        self.events.append(Start(None))
-        return Marker(len(self.events) - 1)
+        events = self.events
+        events.append(Start(None))
+        return Marker(len(events) - 1)
 
     def error(self, code: str, message: str) -> None:
         """Report at the next token (the lexer already reported ERROR tokens)."""
@@ -128,9 +160,9 @@ class Marker:
         self.pos = pos
 
     def complete(self, p: Parser, kind: SyntaxKind) -> CompletedMarker:
-        ev = p.events[self.pos]
-        ev.kind = kind
-        p.events.append(FINISH)
+        events = p.events
+        events[self.pos].kind = kind
+        events.append(FINISH)
         return CompletedMarker(self.pos, kind)
 
     def abandon(self, p: Parser) -> None:

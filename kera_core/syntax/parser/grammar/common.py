@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
 from kera_core.syntax.parser.parser import Parser
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 ITEM_FIRST = frozenset({K.FN_KW, K.STRUCT_KW, K.CONST_KW, K.PUB_KW})
 
@@ -36,6 +36,7 @@ EXPR_FIRST = frozenset(
 
 STMT_FIRST = EXPR_FIRST | {K.LET_KW, K.SEMI}
 _CLOSERS = frozenset({K.R_PAREN, K.R_BRACK, K.R_BRACE})
+_STOP_SETS: dict[SyntaxKind, frozenset[SyntaxKind]] = {}  # `delimited`'s stop set, per closer
 
 
 def name(p: Parser, what: str = "a name") -> bool:
@@ -90,7 +91,11 @@ def delimited(
     what: str,
 ) -> None:
     """Comma-separated ``element``s up to ``close`` (consumed), trailing comma allowed."""
-    stop = frozenset({close, K.COMMA, K.SEMI, K.L_BRACE, K.R_BRACE}) | ITEM_FIRST
+    stop = _STOP_SETS.get(close)
+    if stop is None:
+        stop = _STOP_SETS[close] = (
+            frozenset({close, K.COMMA, K.SEMI, K.L_BRACE, K.R_BRACE}) | ITEM_FIRST
+        )
     while not p.at(close) and not p.at_eof():
         if p.at_any(first):
             element(p)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
 from kera_core.syntax.parser.grammar.common import (
     EXPR_FIRST,
     ITEM_FIRST,
@@ -15,7 +15,7 @@ from kera_core.syntax.parser.grammar.common import (
 from kera_core.syntax.parser.grammar.types import type_
 from kera_core.syntax.parser.parser import MAX_DEPTH, CompletedMarker, Parser
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 # operator -> (binding power, right associative, node kind). Higher binds tighter.
 ASSIGN_OPS = frozenset(

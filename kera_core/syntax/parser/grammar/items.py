@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.kinds import FAST_KINDS, describe
 from kera_core.syntax.parser.grammar.common import ITEM_FIRST, delimited, name, recover_until
 from kera_core.syntax.parser.grammar.expressions import block, expr
 from kera_core.syntax.parser.grammar.types import type_
 from kera_core.syntax.parser.parser import Marker, Parser
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 _ITEM_RECOVERY = ITEM_FIRST
 _LIST_STOP = ITEM_FIRST | {K.COMMA, K.R_PAREN, K.R_BRACE, K.L_BRACE, K.R_BRACK, K.EOF}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kera_core.syntax.kinds import SyntaxKind, describe
+from kera_core.syntax.kinds import FAST_KINDS, describe
 from kera_core.syntax.parser.grammar.common import delimited, name_ref
 from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
 
-K = SyntaxKind
+K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 TYPE_FIRST = frozenset({K.IDENT, K.AMP, K.L_PAREN})
 DIM_FIRST = frozenset({K.IDENT, K.INT})
