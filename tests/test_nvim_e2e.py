@@ -33,19 +33,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import tool_missing
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "nvim"
 KERA = Path(sys.executable).parent / "kera"
-IN_CI = os.environ.get("CI") == "true"
+
 NVIM = shutil.which("nvim")
 SESSION_TIMEOUT_S = 180
-
-
-def _missing(reason: str) -> None:
-    """Skip a test that needs a missing tool; in CI that is a failure."""
-    if IN_CI:
-        pytest.fail(f"CI=true but {reason}")
-    pytest.skip(reason)
 
 
 def _server_cmd() -> list[str]:
@@ -59,7 +54,7 @@ def _run_nvim(script: str, workdir: Path, env: dict[str, str]) -> dict:
     """Runs `script` (Lua) in a headless Neovim with only editors/nvim on the runtimepath;
     returns the JSON object the script wrote to $KERA_E2E_OUT."""
     if NVIM is None:
-        _missing("nvim is not installed (apt-get install -y neovim)")
+        tool_missing("nvim is not installed (apt-get install -y neovim)")
     lua = workdir / "scenario.lua"
     lua.write_text(script)
     out = workdir / "result.json"
@@ -352,7 +347,7 @@ finish()
 @pytest.fixture(scope="module")
 def session(tmp_path_factory) -> dict:
     if NVIM is None:
-        _missing("nvim is not installed (apt-get install -y neovim)")
+        tool_missing("nvim is not installed (apt-get install -y neovim)")
     cmd = _server_cmd()
     if os.environ.get("KERA_LSP_CMD") is None and not KERA.exists():
         pytest.fail(f"{KERA} does not exist: install the project into this venv (pip install -e .)")
@@ -636,7 +631,7 @@ vim.cmd("qa!")
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory) -> dict:
     if NVIM is None:
-        _missing("nvim is not installed (apt-get install -y neovim)")
+        tool_missing("nvim is not installed (apt-get install -y neovim)")
     workdir = tmp_path_factory.mktemp("nvim_offline")
     example = workdir / "upload.kera"
     example.write_text(OFFLINE_EXAMPLE)
@@ -676,7 +671,7 @@ def test_tree_sitter_highlighting_without_nvim_treesitter(offline):
     assert offline.get("error") is None, offline.get("error")
     if offline.get("parser") is None:
         if shutil.which(os.environ.get("CC", "cc")) is None:
-            _missing("no C compiler to build the tree-sitter parser")
+            tool_missing("no C compiler to build the tree-sitter parser")
         pytest.fail(f"building the parser failed: {offline.get('build_error')}")
     assert offline["highlighting"], offline
     captures = offline["highlight_captures"] or []

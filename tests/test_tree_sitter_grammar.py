@@ -28,22 +28,15 @@ from pathlib import Path
 import pytest
 
 from kera_core import parse
+from tests.tools import tool_missing
 
 tree_sitter = pytest.importorskip("tree_sitter")
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAMMAR = ROOT / "grammar"
 CLI = ROOT / "tools" / "tree-sitter"
-IN_CI = os.environ.get("CI") == "true"
 
 GENERATED = ("src/parser.c", "src/grammar.json", "src/node-types.json")
-
-
-def _unavailable(reason: str) -> None:
-    """Skip a test that needs a missing tool; in CI that is a failure."""
-    if IN_CI:
-        pytest.fail(f"CI=true but {reason}")
-    pytest.skip(reason)
 
 
 # --- the tree-sitter CLI ------------------------------------------------------------------
@@ -53,7 +46,7 @@ def _unavailable(reason: str) -> None:
 def cli_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """An environment for the CLI (a private config dir), once the CLI is known to run."""
     if shutil.which("node") is None:
-        _unavailable("node is not installed (the tree-sitter CLI needs it)")
+        tool_missing("node is not installed (the tree-sitter CLI needs it)")
     env = dict(os.environ)
     env["TREE_SITTER_DIR"] = str(tmp_path_factory.mktemp("tree-sitter-config"))
     env["TREE_SITTER_LIBDIR"] = str(tmp_path_factory.mktemp("tree-sitter-lib"))
@@ -63,9 +56,9 @@ def cli_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             [str(CLI), "--version"], env=env, capture_output=True, text=True, timeout=600
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        _unavailable(f"the tree-sitter CLI cannot run: {exc}")
+        tool_missing(f"the tree-sitter CLI cannot run: {exc}")
     if probe.returncode != 0:
-        _unavailable(f"the tree-sitter CLI cannot run: {probe.stderr.strip()[-500:]}")
+        tool_missing(f"the tree-sitter CLI cannot run: {probe.stderr.strip()[-500:]}")
     return env
 
 
@@ -125,7 +118,7 @@ def _compiled_language(out: Path) -> object:
     """Compile grammar/src into a shared library and load it through ctypes."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        _unavailable("no C compiler to build grammar/src/parser.c")
+        tool_missing("no C compiler to build grammar/src/parser.c")
     src = GRAMMAR / "src"
     lib_path = out / "kera.so"
     cmd = [cc, "-shared", "-fPIC", "-O1", "-std=c11", "-I", str(src)]

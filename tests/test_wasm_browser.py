@@ -45,6 +45,7 @@ from kera_core.interp.gen import InputGenerator
 from kera_core.interp.values import dtype_of, value_in
 from kera_core.ir.types import Tensor, strip_ref
 from kera_core.targets.wasm import TARGET
+from tests.tools import tool_missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "tests", "browser")
@@ -265,11 +266,7 @@ def run_in_browser(exe: str, folder: str) -> dict:
 def test_wasm_in_headless_chromium(tmp_path) -> None:
     exe = chromium()
     if exe is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(
-                "CI must install Chromium for the browser test: apt-get install -y chromium"
-            )
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+        tool_missing("Chromium is not installed (apt-get install -y chromium)")
     folder = str(tmp_path)
     refs = build_cases(folder)
     assert len(refs) >= 40

@@ -199,8 +199,7 @@ def test_inputs_beyond_the_memory_limit_are_r0009() -> None:
 )
 def test_structs_and_printing_on_repeated_calls(path: str, name: str) -> None:
     m = example(os.path.join(ROOT, "examples", path))
-    if TARGET.unsupported(m.graph, name):
-        pytest.skip(f"`{name}` is not supported by the wasm target")
+    assert not TARGET.unsupported(m.graph, name)
     inputs, dims = seeded(m, name, 3, False)
     if name == "maybe_print":
         inputs["enabled"] = True

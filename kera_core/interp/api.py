@@ -108,6 +108,38 @@ class _Tee(io.TextIOBase):
         return len(s)
 
 
+def bind_inputs(sig, inputs: dict[str, object], dims, convert=value_in) -> tuple[list, dict]:
+    """Check host ``inputs`` against the entry signature ``sig``: the converted value
+    parameters in order (``convert``: ``value_in`` or a target's variant of it) and the
+    bound dimensions. Every runner checks its arguments here, so bad arguments fail
+    alike on every target (InputError R0005/R0006, or the conversion's own error)."""
+    fn = sig.function
+    bound = _user_dims(sig, dims or {})
+    unknown = sorted(set(inputs) - set(sig.param_names))
+    if unknown:
+        raise InputError(
+            "R0005",
+            f"`{fn.name}` has no parameter(s) {', '.join(unknown)} "
+            f"(parameters: {', '.join(sig.param_names) or 'none'})",
+        )
+    args: list = []
+    for name, t in sig.value_params:
+        if name not in inputs:
+            raise InputError("R0005", f"missing input `{name}: {t}`")
+        v = convert(t, inputs[name], f"input `{name}`")
+        try:
+            bind_dims(t, v, bound, f"input `{name}`")
+        except InterpError as e:
+            raise InputError(e.code, e.message) from None
+        args.append(v)
+    missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
+    if missing:
+        raise InputError(
+            "R0006", f"no size for dimension(s) {', '.join(missing)}: pass them in `dims`"
+        )
+    return args, bound
+
+
 def run_function(
     source,
     fn_name: str,
@@ -129,29 +161,7 @@ def run_function(
     g = _graph_of(source)
     sig = entry_signature(source, fn_name)
     fn = sig.function
-    bound = _user_dims(sig, dims or {})
-    unknown = sorted(set(inputs) - set(sig.param_names))
-    if unknown:
-        raise InputError(
-            "R0005",
-            f"`{fn_name}` has no parameter(s) {', '.join(unknown)} "
-            f"(parameters: {', '.join(sig.param_names) or 'none'})",
-        )
-    args: list = []
-    for name, t in sig.value_params:
-        if name not in inputs:
-            raise InputError("R0005", f"missing input `{name}: {t}`")
-        v = value_in(t, inputs[name], f"input `{name}`")
-        try:
-            bind_dims(t, v, bound, f"input `{name}`")
-        except InterpError as e:
-            raise InputError(e.code, e.message) from None
-        args.append(v)
-    missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
-    if missing:
-        raise InputError(
-            "R0006", f"no size for dimension(s) {', '.join(missing)}: pass them in `dims`"
-        )
+    args, bound = bind_inputs(sig, inputs, dims)
     if fn.type.effects:
         args.insert(0, TOKEN)
     tee = _Tee(stdout)

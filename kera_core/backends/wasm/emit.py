@@ -761,39 +761,10 @@ class ModuleEmitter:
         )
 
 
-SAFE_READERS = (
-    {"index", "sum", "max", "min", "mean", "dot"}
-    | set(composite.OPS)
-    | {
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "rem",
-        "minimum",
-        "maximum",
-        "fma",
-        "and",
-        "or",
-        "xor",
-        "shl",
-        "shr",
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "neg",
-        "not",
-        "abs",
-        "sqrt",
-        "cast",
-        "exp",
-        "log",
-        "tanh",
-        "sigmoid",
-    }
+#: Uses of a tensor that only read it (inplace.py): reductions, composites, and every
+#: elementwise operation (each writes a fresh buffer or is fused into one).
+SAFE_READERS = frozenset(
+    {"index", "sum", "max", "min", "mean", "dot"} | set(composite.OPS) | fusion.ELEMENTWISE
 )
 
 

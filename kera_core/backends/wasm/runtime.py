@@ -24,7 +24,7 @@ import wasmtime
 
 from kera_core.backends.wasm import structs
 from kera_core.interp import printing
-from kera_core.interp.api import Output, RunResult, _user_dims, entry_signature
+from kera_core.interp.api import Output, RunResult, bind_inputs, entry_signature
 from kera_core.interp.errors import InputError, InterpError
 from kera_core.interp.fp import canon
 from kera_core.interp.values import bind_dims, concrete_type, dtype_of, value_in, value_out
@@ -140,23 +140,7 @@ class WasmInstance:
         src = graph if provenance is None else _WithProv(graph, provenance)
         sig = entry_signature(src, fn_name)
         fn = sig.function
-        bound = _user_dims(sig, dims or {})
-        unknown = sorted(set(inputs) - set(sig.param_names))
-        if unknown:
-            raise InputError("R0005", f"`{fn_name}` has no parameter(s) {', '.join(unknown)}")
-        vals = []
-        for name, t in sig.value_params:
-            if name not in inputs:
-                raise InputError("R0005", f"missing input `{name}: {t}`")
-            v = _value_in(t, inputs[name], f"input `{name}`")
-            try:
-                bind_dims(t, v, bound, f"input `{name}`")
-            except InterpError as e:
-                raise InputError(e.code, e.message) from None
-            vals.append(v)
-        missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
-        if missing:
-            raise InputError("R0006", f"no size for dimension(s) {', '.join(missing)}")
+        vals, bound = bind_inputs(sig, inputs, dims, _value_in)
 
         self.sig, self.fn, self.bound, self.fuel, self.stdout = sig, fn, bound, fuel, stdout
         eng = engine()
