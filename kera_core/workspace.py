@@ -36,7 +36,7 @@ from kera_core.diagnostics import CODES, Diagnostic, Severity, error, sort_key
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.env import FnSig
 from kera_core.sema.lower import LoweredFn
-from kera_core.sema.ownership import check_function
+from kera_core.sema.ownership import check_function_guarded
 from kera_core.source import LineIndex, Span, encode, utf8_len
 from kera_core.syntax.parse import Parse, parse
 from kera_core.syntax.reparse import TextEdit, apply_edit, reparse
@@ -356,17 +356,7 @@ class Document:
                 elif movable:
                     res = [d.shifted(delta) for d in cached]
             if res is None:
-                try:
-                    res = check_function(module, name)
-                except Exception as ex:  # reported, never raised (as check_ownership does)
-                    log.exception("ownership check of %s failed", name)
-                    res = [
-                        error(
-                            "K0901",
-                            lf.sig.name_span,
-                            f"internal error in the ownership checker: {type(ex).__name__}: {ex}",
-                        )
-                    ]
+                res = check_function_guarded(module, name)
             movable = all(
                 span.covers(d.span) and all(span.covers(r.span) for r in d.related) for d in res
             )

@@ -40,6 +40,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from kera_core import __version__
+from kera_core.stack import deep_recursion
 from kera_core.workspace import Analysis, Document, Workspace
 
 log = logging.getLogger("kera_lsp")
@@ -118,14 +119,23 @@ class IdleGC:
         log.debug("idle gc: %d unreachable objects, %.1f ms", found, dt * 1000)
 
 
+WORKER_STACK_BYTES = 256 * 1024 * 1024  # reserved address space; pages are touched on use
+
+
 class Worker:
     """One daemon thread running jobs in submission order (a stuck job never blocks exit)."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.idle_gc: IdleGC | None = None  # see IdleGC; set by kera_lsp.run
-        self._thread = threading.Thread(target=self._loop, name="kera-worker", daemon=True)
-        self._thread.start()
+        # Deep trees are walked recursively (kera_core.stack): give the worker a large C
+        # stack too, for the frames that pass through C (generators, comparisons).
+        old = threading.stack_size(WORKER_STACK_BYTES)
+        try:
+            self._thread = threading.Thread(target=self._loop, name="kera-worker", daemon=True)
+            self._thread.start()
+        finally:
+            threading.stack_size(old)
 
     def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
         fut: concurrent.futures.Future = concurrent.futures.Future()
@@ -155,7 +165,9 @@ class Worker:
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
-                fut.set_result(fn(*args))
+                with deep_recursion():
+                    result = fn(*args)
+                fut.set_result(result)
             except BaseException as exc:  # delivered to the awaiting handler
                 fut.set_exception(exc)
 

@@ -8,6 +8,7 @@ import sys
 from kera_core import __version__
 from kera_core.cli import front
 from kera_core.cli.inputs import UsageError
+from kera_core.stack import deep_recursion
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with deep_recursion():
+            return int(args.func(args) or 0)
     except UsageError as e:
         print(f"kera: error: {e}", file=sys.stderr)
         return 2
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        print("kera: error[K0108]: input nested too deeply to process", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

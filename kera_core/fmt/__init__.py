@@ -17,11 +17,6 @@ is described in ``docs/formatting.md``.
 
 from __future__ import annotations
 
-import gc
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, Edit, Fix, error
@@ -29,15 +24,12 @@ from kera_core.fmt.check import check_output
 from kera_core.fmt.doc import print_doc
 from kera_core.fmt.rules import Formatter
 from kera_core.source import Span, decode, utf8_len
+from kera_core.stack import deep_recursion
 from kera_core.syntax.parse import parse
 
 __all__ = ["DEFAULT_WIDTH", "FormatResult", "check_formatted", "format_range", "format_text"]
 
 DEFAULT_WIDTH = 100
-_RECURSION_LIMIT = 20_000
-_lock = threading.Lock()
-_active = 0
-_saved = (0, True)
 
 
 @dataclass
@@ -58,36 +50,6 @@ class FormatResult:
     @property
     def ok(self) -> bool:
         return not self.diagnostics
-
-
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Room for deep input, and no cyclic GC while formatting.
-
-    Nesting is capped by the parser (depth ~96), but each level costs a few Python
-    frames in the tree -> doc conversion (chains without a depth cap are walked with
-    loops). Formatting allocates millions of small acyclic objects; pausing the cyclic
-    collector roughly halves the time on big files.
-    """
-    global _active, _saved
-    with _lock:  # editors format from worker threads: restore only when the last one ends
-        if _active == 0:
-            _saved = (sys.getrecursionlimit(), gc.isenabled())
-            if _saved[0] < _RECURSION_LIMIT:
-                sys.setrecursionlimit(_RECURSION_LIMIT)
-            gc.disable()
-        _active += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0:
-                limit, gc_on = _saved
-                if sys.getrecursionlimit() == _RECURSION_LIMIT and limit < _RECURSION_LIMIT:
-                    sys.setrecursionlimit(limit)
-                if gc_on:
-                    gc.enable()
 
 
 def refused(text: str, diag: Diagnostic) -> FormatResult:
@@ -128,7 +90,7 @@ def format_text(text: str | bytes, width: int = DEFAULT_WIDTH) -> FormatResult:
     one newline (an empty file stays empty)."""
     text = decode(text)
     try:
-        with deep_recursion():
+        with deep_recursion(quiet_gc=True):
             p = parse(text)
             if p.has_errors:
                 return refused(text, syntax_refusal(p.diagnostics))

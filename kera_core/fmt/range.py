@@ -14,7 +14,6 @@ from kera_core.diagnostics import Edit
 from kera_core.fmt import (
     DEFAULT_WIDTH,
     FormatResult,
-    deep_recursion,
     internal_error,
     minimal_edit,
     refused,
@@ -25,6 +24,7 @@ from kera_core.fmt.doc import print_doc
 from kera_core.fmt.rules import Formatter
 from kera_core.fmt.trivia import COMMENTS, WS, El
 from kera_core.source import Span, decode, encode
+from kera_core.stack import deep_recursion
 from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.parse import parse
 from kera_core.syntax.tree import SyntaxNode
@@ -91,7 +91,7 @@ def format_range(text: str | bytes, span: Span, width: int = DEFAULT_WIDTH) -> F
     """
     text = decode(text)
     try:
-        with deep_recursion():
+        with deep_recursion(quiet_gc=True):
             return _format_range(text, span, width)
     except Exception as exc:
         return refused(text, internal_error(exc))

@@ -94,8 +94,15 @@ def folding_ranges(a: Analysis) -> list[Fold]:
     return out
 
 
+MAX_SELECTION_LEVELS = 128
+"""Longest selection chain answered: the innermost levels, then the whole file. A long
+chain such as ``a + a + … + a`` is a tree thousands of levels deep; nobody expands a
+selection that often, and the answer is serialised as nested JSON."""
+
+
 def selection_chain(a: Analysis, offset: int) -> list[Span]:
-    """Spans to grow a selection through, innermost first: the token, then its ancestors."""
+    """Spans to grow a selection through, innermost first: the token, then its ancestors
+    (at most :data:`MAX_SELECTION_LEVELS`; the last one is always the outermost)."""
     if a.parse is None:
         return [Span(offset, offset)]
     tok = token_at(a, offset)
@@ -108,4 +115,6 @@ def selection_chain(a: Analysis, offset: int) -> list[Span]:
         s = anc.span
         if not chain or (s != chain[-1] and s.covers(chain[-1])):
             chain.append(s)
+    if len(chain) > MAX_SELECTION_LEVELS:
+        chain[MAX_SELECTION_LEVELS - 1 :] = [chain[-1]]
     return chain or [Span(offset, offset)]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.source import decode
+from kera_core.stack import deep_recursion
 from kera_core.syntax.builder import TreeBuilder
 from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.lexer import LexedText, lex
@@ -62,12 +63,18 @@ def run_rule(
     """
     kinds = _significant(lexed)
     p = Parser(kinds)
+    stopped = None
     try:
-        rule(p)
+        with deep_recursion():  # MAX_DEPTH levels of nesting, several frames each
+            rule(p)
     except Stuck:
+        stopped = Error("K0109", "parser stopped: could not make progress here")
+    except RecursionError:  # only when the caller itself left almost no room
+        stopped = Error("K0108", "nested too deeply to parse")
+    if stopped is not None:
         # A grammar rule made no progress: keep what was parsed, the rest is one ERROR.
         p.events.insert(0, Start(root or K.ERROR))
-        p.events.append(Error("K0109", "parser stopped: could not make progress here"))
+        p.events.append(stopped)
         p.events.append(Start(K.ERROR))
         p.events.extend(Token(k) for k in kinds[p.pos :])
         p.events.append(FINISH)

@@ -15,13 +15,16 @@ from kera_core.syntax.parser.events import FINISH, Error, Event, Start, Token
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
-FUEL = 256
+MAX_DEPTH = 128
+# Looks at one token without consuming it before the parser calls itself stuck. Unwinding
+# MAX_DEPTH levels that end on the same token (`return return … x }`) looks at it a few
+# times per level, so the budget scales with the depth limit.
+FUEL = 16 * MAX_DEPTH
 EOF = K.EOF
 # Token events carry only their kind and are never mutated: one shared event per kind.
 _TOKEN_EVENT: list[Token] = [Token(k) for k in range(max(SyntaxKind) + 1)]  # type: ignore[arg-type]
 for _k in SyntaxKind:
     _TOKEN_EVENT[_k] = Token(_k)
-MAX_DEPTH = 128
 
 
 class Stuck(Exception):
