@@ -21,11 +21,16 @@ class FnProvenance:
     node_spans: dict[bytes, list[Span]] = field(default_factory=dict)  # relative spans
     node_names: dict[bytes, str] = field(default_factory=dict)  # a local's display name
     doc: str = ""
+    # (node, span) pairs already recorded: a node shared by many sites (a constant used on
+    # every line) would otherwise make each add a scan of its span list
+    _recorded: set[tuple[bytes, Span]] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, node_hash: bytes, rel: Span) -> None:
-        spans = self.node_spans.setdefault(node_hash, [])
-        if rel not in spans:
-            spans.append(rel)
+        key = (node_hash, rel)
+        if key in self._recorded:
+            return
+        self._recorded.add(key)
+        self.node_spans.setdefault(node_hash, []).append(rel)
 
     def absolute(self, node_hash: bytes) -> list[Span]:
         return [s.shifted(self.span.start) for s in self.node_spans.get(node_hash, [])]

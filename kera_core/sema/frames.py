@@ -88,6 +88,7 @@ class Frame:
     capture_inputs: list[Value] = field(default_factory=list)
     capture_start: int = 0
     carried: list[str] = field(default_factory=list)
+    captured: dict[str, Binding] = field(default_factory=dict)  # outer bindings read here
 
     def lookup_local(self, name: str) -> Binding | None:
         for scope in reversed(self.scopes):

@@ -96,22 +96,54 @@ def _is_untyped_literal(e: ast.Expr | None) -> bool:
     return tok.kind in (K.INT, K.FLOAT) and literals.split_suffix(tok.text)[1] is None
 
 
-def assigned_names(node) -> list[str]:
-    """Variables a region may change: assignment targets and `&mut x` arguments, in order."""
-    out: list[str] = []
-    for n in node.descendants():
-        target = None
-        if n.kind == K.ASSIGN_EXPR:
-            target = ast.AssignExpr(n).lhs
-        elif n.kind == K.REF_EXPR and ast.RefExpr(n).is_mut:
-            target = ast.RefExpr(n).operand
-        while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
-            target = target.inner if isinstance(target, ast.ParenExpr) else target.base
-        if isinstance(target, ast.PathExpr) and target.name is not None:
-            name = target.name.text
-            if name not in out:
-                out.append(name)
-    return out
+def _own_target(n) -> str | None:
+    """The variable an assignment or `&mut x` node itself changes."""
+    target = None
+    if n.kind == K.ASSIGN_EXPR:
+        target = ast.AssignExpr(n).lhs
+    elif n.kind == K.REF_EXPR and ast.RefExpr(n).is_mut:
+        target = ast.RefExpr(n).operand
+    while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
+        target = target.inner if isinstance(target, ast.ParenExpr) else target.base
+    if isinstance(target, ast.PathExpr) and target.name is not None:
+        return target.name.text
+    return None
+
+
+_NONE: tuple[str, ...] = ()
+
+
+def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...]:
+    """Variables a region may change: assignment targets and `&mut x` arguments, in
+    source order (first occurrence).
+
+    Iterative, and linear over a whole function with ``memo`` (keyed by green node:
+    the answer depends only on a subtree's text), so nested regions — an `else if`
+    ladder — do not re-walk what their parents already walked.
+    """
+    memo = {} if memo is None else memo
+    stack: list[tuple[object, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        key = id(n.green)
+        if key in memo:
+            continue
+        if not done:
+            stack.append((n, True))
+            stack.extend((c, False) for c in n.children() if id(c.green) not in memo)
+            continue
+        own = _own_target(n)
+        names: tuple[str, ...] = (own,) if own is not None else _NONE
+        for c in n.children():
+            sub = memo[id(c.green)][1]
+            if not sub:
+                continue
+            if not names:
+                names = sub
+            else:
+                names = names + tuple(x for x in sub if x not in names)
+        memo[key] = (n.green, names)  # the green is kept alive so its id stays unique
+    return memo[id(node.green)][1]
 
 
 class FnLowering(ControlFlow, Calls, Exits):
@@ -133,6 +165,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.loops: list[tuple[str, str]] = []
         self.expr_types: dict[tuple[int, int, K], Type] = {}
         self.uses: list[Use] = []
+        self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
         dim_spans = tuple(d.span for d in sig.ast.dim_params)
         self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans)
 
@@ -179,6 +212,9 @@ class FnLowering(ControlFlow, Calls, Exits):
         b = frame.lookup_local(name)
         if b is not None or frame.parent is None:
             return b
+        b = frame.captured.get(name)
+        if b is not None:  # outer frames do not change while this one is being lowered
+            return b
         outer = self.lookup(name, frame.parent)
         if outer is None or outer.val.value is None:
             return outer
@@ -197,6 +233,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             outer.span,
             outer.kind,
         )
+        frame.captured[name] = captured
         return captured
 
     def open_frame(
@@ -229,19 +266,23 @@ class FnLowering(ControlFlow, Calls, Exits):
 
     def carried_names(self, syntax_nodes: list) -> list[str]:
         """Names a region must thread: effect token and exit flags in scope, then assigned ones."""
+        # Every region frame binds, first in its scopes[0], all the `$` names its parent had
+        # in scope when it was opened (see open_frame), in that order, and a parent does not
+        # change while a child is lowered: so this frame's own scopes list every `$` name
+        # in scope, outermost first, without walking up the frame chain.
+        assert self.frame is not None
         names: list[str] = []
-        chain = []
-        f = self.frame
-        while f is not None:
-            chain.append(f)
-            f = f.parent
-        for fr in reversed(chain):
-            for scope in fr.scopes:
-                names.extend(n for n in scope if n.startswith("$") and n not in names)
+        seen: set[str] = set()
+        for scope in self.frame.scopes:
+            for n in scope:
+                if n.startswith("$") and n not in seen:
+                    seen.add(n)
+                    names.append(n)
         for sn in syntax_nodes:
-            for n in assigned_names(sn):
+            for n in assigned_names(sn, self._assigned):
                 b = self.lookup(n)
-                if n not in names and b is not None and b.val.value is not None and b.kind != "dim":
+                if n not in seen and b is not None and b.val.value is not None and b.kind != "dim":
+                    seen.add(n)
                     names.append(n)
         return names
 
