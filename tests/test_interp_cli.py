@@ -204,3 +204,24 @@ def test_runs_a_keg_file_like_its_source(capsys, tmp_path):
     bad.write_bytes(b"KEG\0junk")
     rc, _, err = kera_run(capsys, str(bad), "--entry", "saxpy")
     assert rc == 2 and "invalid .keg" in err
+
+
+@pytest.mark.parametrize("seed", ["-1", "-9223372036854775808", "18446744073709551616", "1.5", "x"])
+def test_seeds_outside_the_range_are_usage_errors(capsys, seed):
+    from kera_core.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["run", SAXPY, "--entry", "saxpy_pure", f"--seed={seed}"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert "a seed is an integer from 0 to 2**64-1" in err and "Traceback" not in err
+
+
+def test_seed_edges_run(capsys):
+    from kera_core.cli import main
+
+    outs = []
+    for seed in ("0", "18446744073709551615", "0xffffffffffffffff"):
+        assert main(["run", SAXPY, "--entry", "saxpy_pure", "--seed", seed]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[2] != outs[0]

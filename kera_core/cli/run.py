@@ -11,6 +11,7 @@ and last `result sha3-256:<hex>` — the digest every target must reproduce
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 from types import SimpleNamespace
@@ -49,7 +50,12 @@ def register(sub) -> None:
         default="interp",
         help=f"where to run it: {', '.join(target_names())} (default: interp, the reference)",
     )
-    r.add_argument("--seed", type=int, default=0, help="seed of the generated inputs (default 0)")
+    r.add_argument(
+        "--seed",
+        type=seed_arg,
+        default=0,
+        help="seed of the generated inputs, 0 to 2**64-1 (default 0)",
+    )
     r.add_argument(
         "--dims",
         default="",
@@ -224,6 +230,18 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     for i in defaulted:
         dims[i] = DEFAULT_DIM
     return dims, defaulted
+
+
+def seed_arg(text: str) -> int:
+    """argparse type of --seed: refuses (exit 2, one line) what InputGenerator refuses."""
+    from kera_core.interp.gen import check_seed
+
+    try:
+        return check_seed(int(text, 0))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid seed {text!r}: a seed is an integer from 0 to 2**64-1"
+        ) from None
 
 
 def run_seeded(module, name: str, seed: int, adversarial: bool = False, target="interp"):

@@ -8,6 +8,7 @@ from kera_core.diagnostics.diagnostic import (
     Related,
     Severity,
     error,
+    quoted,
     sort_key,
     warning,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "Related",
     "Severity",
     "error",
+    "quoted",
     "warning",
     "render",
     "render_json",

@@ -95,6 +95,14 @@ class Diagnostic:
         return d
 
 
+def quoted(text: str, limit: int = 40) -> str:
+    """Source text as a message quotes it: a long piece is cut in the middle."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
+
+
 def error(code: str, span: Span, message: str, **kw) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, span, message, **kw)
 

@@ -45,9 +45,19 @@ def _special_bits(name: str) -> list[int]:
     ]  # fmt: skip
 
 
+MAX_SEED = (1 << 64) - 1
+
+
+def check_seed(seed: int) -> int:
+    """A seed is an integer in 0..2**64-1 (semantics.md §11); anything else is refused."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"a seed is an integer from 0 to 2**64-1, not {seed!r}")
+    return seed
+
+
 class InputGenerator:
     def __init__(self, seed: int, adversarial: bool = False) -> None:
-        self.bitgen = np.random.PCG64(seed)
+        self.bitgen = np.random.PCG64(check_seed(seed))
         self.adversarial = adversarial
 
     def words(self, n: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic, error
+from kera_core.diagnostics import Diagnostic, error, quoted
 from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.types import (
     EFFECTS,
@@ -23,9 +23,13 @@ from kera_core.ir.types import (
     Tensor,
     Type,
 )
+from kera_core.sema import literals
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
+
+MAX_DIM_SIZE = (1 << 31) - 1
+"""Largest fixed dimension size in a type (language.md §16)."""
 
 
 def did_you_mean(name: str, candidates) -> str:
@@ -189,10 +193,20 @@ class TypeResolver:
                 tok = d.token_of_kind(K.INT)
                 if tok is not None:
                     try:
-                        shape.append(int(tok.text.replace("_", ""), 0))
+                        size = literals.int_value(tok.text)
                     except ValueError:
-                        self.diags.append(error("K0307", tok.span, "invalid dimension size"))
+                        size = None
+                    if size is None or size > MAX_DIM_SIZE:
+                        self.diags.append(
+                            error(
+                                "K0307",
+                                tok.span,
+                                f"dimension size `{quoted(tok.text)}` is out of range "
+                                f"(at most {MAX_DIM_SIZE})",
+                            )
+                        )
                         return None
+                    shape.append(size)
                     continue
                 ref = d.child_of_kind(K.NAME_REF)
                 name = ref.text.strip() if ref is not None else ""

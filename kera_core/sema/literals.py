@@ -24,21 +24,39 @@ def split_suffix(text: str) -> tuple[str, str | None]:
     return text, None
 
 
-def int_value(body: str) -> int:
+class LiteralTooLarge(ValueError):
+    """The literal's magnitude is beyond every type it could have (found without
+    converting it, so a literal of any length is rejected in time linear in its length)."""
+
+
+_BASES = {"0x": 16, "0o": 8, "0b": 2}
+# Significant digits of 2**64 - 1 per base: more can never fit in a 64-bit type.
+_MAX_INT_DIGITS = {16: 16, 10: 20, 8: 22, 2: 64}
+
+
+def int_digits(body: str) -> tuple[int, str]:
+    """(base, significant digits) of an integer literal body: `0x00_ff` -> (16, "ff")."""
     b = body.replace("_", "").lower()
-    if b.startswith("0x"):
-        return int(b[2:], 16)
-    if b.startswith("0o"):
-        return int(b[2:], 8)
-    if b.startswith("0b"):
-        return int(b[2:], 2)
-    return int(b, 10)
+    base = _BASES.get(b[:2], 10)
+    digits = b[2:] if base != 10 else b
+    return base, digits.lstrip("0")
+
+
+def int_value(body: str, max_digits: dict[int, int] = _MAX_INT_DIGITS) -> int:
+    """The value of an integer literal; LiteralTooLarge past 64 bits (without computing it)."""
+    base, digits = int_digits(body)
+    if len(digits) > max_digits[base]:
+        raise LiteralTooLarge(body)
+    return int(digits, base) if digits else 0
 
 
 def int_range(p: Prim) -> tuple[int, int]:
     if p.is_signed:
         return -(1 << (p.bits - 1)), (1 << (p.bits - 1)) - 1
     return 0, (1 << p.bits) - 1
+
+
+_F32_OVERFLOW = Fraction(2**128 - 2**103)
 
 
 def f32_bits_of(x: Fraction | float) -> int:
@@ -48,6 +66,8 @@ def f32_bits_of(x: Fraction | float) -> int:
             return 0x7FC00000
         if math.isinf(x):
             return 0x7F800000 if x > 0 else 0xFF800000
+        if x == 0:
+            return 0x80000000 if math.copysign(1.0, x) < 0 else 0
         x = Fraction(x)
     sign = 0
     if x < 0:
@@ -55,9 +75,14 @@ def f32_bits_of(x: Fraction | float) -> int:
         x = -x
     if x == 0:
         return sign
+    if x >= _F32_OVERFLOW:  # max + half an ulp or more: rounds to infinity (ties to even)
+        return sign | 0x7F800000
     # candidate from double rounding, then fix by comparing exact neighbours
     approx = float(x)
-    bits = struct.unpack("<I", struct.pack("<f", approx))[0] if approx < 3.5e38 else 0x7F800000
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", approx))[0]
+    except OverflowError:  # past the largest float32: infinity is the candidate
+        bits = 0x7F800000
     best = None
     for cand in (bits - 1, bits, bits + 1):
         if cand < 0 or cand > 0x7F800000:
@@ -90,19 +115,68 @@ def f64_bits_of(x: Fraction) -> int:
     return struct.unpack("<Q", struct.pack("<d", v))[0]
 
 
+_DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)([0-9]+))?")
+# A decimal value needs at most 767 significant digits to decide its binary64 (or binary32)
+# rounding; digits past these only matter as "something non-zero follows" (a sticky digit).
+_KEPT_DIGITS = 800
+# Decimal orders of magnitude past which every value is infinite / rounds to zero in f64.
+_MAX_ORDER = 310
+_MIN_ORDER = -330
+
+
+def decimal_value(text: str) -> Fraction | float:
+    """The exact value of a decimal literal, or +-inf / +-0.0 when its magnitude is
+    beyond every float type, in time linear in the text's length however long it is."""
+    m = _DECIMAL.fullmatch(text.replace("_", ""))
+    if m is None:
+        raise ValueError(text)
+    sign, whole, frac, exp_sign, exp = m.groups()
+    frac = frac or ""
+    negative = sign == "-"
+    digits = (whole + frac).lstrip("0")
+    if not digits:
+        return -0.0 if negative else 0.0
+    exp_digits = (exp or "0").lstrip("0") or "0"
+    big_exp = len(exp_digits) > 7
+    e10 = 0 if big_exp else int(exp_digits) * (-1 if exp_sign == "-" else 1)
+    e10 -= len(frac)
+    significant = digits.rstrip("0")
+    e10 += len(digits) - len(significant)
+    order = len(significant) + e10  # the value is below 10**order, at least 10**(order-1)
+    if big_exp:
+        order = _MAX_ORDER + 1 if exp_sign != "-" else _MIN_ORDER - 1
+    if order > _MAX_ORDER:
+        return -math.inf if negative else math.inf
+    if order < _MIN_ORDER:
+        return -0.0 if negative else 0.0
+    if len(significant) > _KEPT_DIGITS:
+        e10 += len(significant) - _KEPT_DIGITS - 1
+        significant = significant[:_KEPT_DIGITS] + "1"  # the dropped tail is non-zero
+    n = int(significant)
+    value = Fraction(n * 10**e10) if e10 >= 0 else Fraction(n, 10**-e10)
+    return -value if negative else value
+
+
 def float_bits(text_body: str, p: Prim) -> int:
-    exact = Fraction(text_body.replace("_", ""))
+    """Bits of a decimal literal rounded once to ``p`` (ties to even)."""
+    exact = decimal_value(text_body)
+    if isinstance(exact, float):  # an infinity or a signed zero
+        if p.name == "f32":
+            return f32_bits_of(exact)
+        return struct.unpack("<Q", struct.pack("<d", exact))[0]
     return f32_bits_of(exact) if p.name == "f32" else f64_bits_of(exact)
+
+
+def is_infinite(bits: int, p: Prim) -> bool:
+    if p.name == "f32":
+        return bits & 0x7FFFFFFF == 0x7F800000
+    return bits & 0x7FFFFFFFFFFFFFFF == 0x7FF0000000000000
 
 
 def float_from_bits(bits: int, p: Prim) -> float:
     if p.name == "f32":
         return struct.unpack("<f", struct.pack("<I", bits))[0]
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
-
-
-def float_bits_of_int(v: int, p: Prim) -> int:
-    return float_bits(str(v), p)
 
 
 def wrap(v: int, p: Prim) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic, Edit, Fix, error
+from kera_core.diagnostics import Diagnostic, Edit, Fix, error, quoted
 from kera_core.ir import ops
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -581,32 +581,43 @@ class FnLowering(ControlFlow, Calls, Exits):
             t = exp_elem
         else:
             t = Prim("i64") if tok.kind == K.INT else Prim("f64")
+        shown = quoted(f"{'-' if negate else ''}{tok.text}")
         if t.is_float:
             text = body.replace("_", "")
             if tok.kind == K.INT:
-                try:
-                    text = str(literals.int_value(body))
-                except ValueError:
-                    return ERR_VAL  # the lexer reported it
+                base, digits = literals.int_digits(body)
+                if base != 10:  # a hex/octal/binary integer given a float type
+                    try:
+                        text = str(literals.int_value(body, {base: 400}))
+                    except literals.LiteralTooLarge:
+                        text = "1e999"  # beyond every float type: rounds to infinity
             try:
                 bits = literals.float_bits(("-" if negate else "") + text, t)
-            except (ValueError, ZeroDivisionError):
-                return ERR_VAL
+            except ValueError:
+                return ERR_VAL  # malformed: the lexer reported it (K0005)
+            if literals.is_infinite(bits, t):
+                return self.err(
+                    "K0307",
+                    e.span,
+                    f"literal `{shown}` is out of range for `{t}`: it rounds to infinity",
+                )
             return self.const(t, bits, e.span)
         if tok.kind == K.FLOAT:
             return self.err("K0301", e.span, f"a float literal cannot have type `{t}`")
+        lo, hi = literals.int_range(t)
         try:
             v = literals.int_value(body)
+        except literals.LiteralTooLarge:
+            return self.err(
+                "K0307", e.span, f"literal `{shown}` does not fit in `{t}` (range {lo}..={hi})"
+            )
         except ValueError:
-            return ERR_VAL
+            return ERR_VAL  # malformed: the lexer reported it (K0005)
         if negate:
             v = -v
-        lo, hi = literals.int_range(t)
         if not lo <= v <= hi:
             return self.err(
-                "K0307",
-                e.span,
-                f"literal `{'-' if negate else ''}{tok.text}` does not fit in `{t}` (range {lo}..={hi})",
+                "K0307", e.span, f"literal `{shown}` does not fit in `{t}` (range {lo}..={hi})"
             )
         return self.const(t, v, e.span)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic, error
+from kera_core.diagnostics import Diagnostic, error, quoted
 from kera_core.source import Span, decode, utf8_len
 from kera_core.syntax.kinds import FAST_KINDS, KEYWORDS, PUNCTUATION, SyntaxKind
 
@@ -147,7 +147,11 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
             valid = (_VALID_INT if kind == K.INT else _VALID_FLOAT).fullmatch(tok)
             if not valid:
                 diags.append(
-                    error("K0005", Span(byte, byte + len(tok)), f"invalid number literal `{tok}`")
+                    error(
+                        "K0005",
+                        Span(byte, byte + len(tok)),
+                        f"invalid number literal `{quoted(tok)}`",
+                    )
                 )
         elif group == "string":
             kind = K.STRING
