@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic, sort_key
+from kera_core.diagnostics import Diagnostic, reported
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.borrow import check_ownership
 from kera_core.syntax.parse import Parse, parse
@@ -30,5 +30,5 @@ def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis
     p = parse(source)
     module = lower_module(p, cache)
     diags = list(p.diagnostics) + module.diagnostics + check_ownership(module, p)
-    diags.sort(key=sort_key)
+    diags = reported(diags)
     return Analysis(p, module, diags)

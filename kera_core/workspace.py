@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from kera_core.diagnostics import CODES, Diagnostic, Severity, error, sort_key
+from kera_core.diagnostics import CODES, Diagnostic, Severity, error, reported
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.env import FnSig
 from kera_core.sema.lower import LoweredFn
@@ -324,7 +324,7 @@ class Document:
                 diags += module.diagnostics
                 diags += self._check_ownership(module, p)
                 timings["ownership"] = time.perf_counter() - t1
-        diags.sort(key=sort_key)
+        diags = reported(diags)
         a = Analysis(self.uri, self.version, self.text, h, p, module, diags, timings)
         a.__dict__["line_index"] = self.line_index  # share the document's (cached_property slot)
         return a

@@ -9,6 +9,7 @@ from kera_core.diagnostics.diagnostic import (
     Severity,
     error,
     quoted,
+    reported,
     sort_key,
     warning,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "Severity",
     "error",
     "quoted",
+    "reported",
     "warning",
     "render",
     "render_json",

@@ -114,3 +114,16 @@ def warning(code: str, span: Span, message: str, **kw) -> Diagnostic:
 def sort_key(d: Diagnostic) -> tuple[int, int, str, str]:
     """The one order diagnostics are reported in: by position, then code, then message."""
     return (d.span.start, d.span.end, d.code, d.message)
+
+
+def reported(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics to report: in the one order, each (severity, code, span, message)
+    once — two stages that find the same thing say it once."""
+    seen: set[tuple] = set()
+    out: list[Diagnostic] = []
+    for d in sorted(diags, key=sort_key):
+        key = (d.severity, d.code, d.span.start, d.span.end, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out

@@ -97,6 +97,7 @@ class ModuleEnv:
     consts: dict[str, ConstDef] = field(default_factory=dict)
     fns: dict[str, FnSig] = field(default_factory=dict)
     uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
+    bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
 
     def definition(self, use: Use) -> Span | None:
         """Where a use's target is defined, in the current file."""

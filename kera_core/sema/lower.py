@@ -166,7 +166,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.expr_types: dict[tuple[int, int, K], Type] = {}
         self.uses: list[Use] = []
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
-        dim_spans = tuple(d.span for d in sig.ast.dim_params)
+        dim_spans = tuple(d.span for d in sig.ast.dim_params) if sig.ast is not None else ()
         self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans)
 
     # --- diagnostics ---------------------------------------------------------------
@@ -638,8 +638,8 @@ class FnLowering(ControlFlow, Calls, Exits):
         c = self.env.consts.get(name)
         if c is not None:
             self.uses.append(Use(e.name.span, "const", name=name))  # type: ignore[union-attr]
-            if c.value is None or c.type is None:
-                return ERR_VAL
+            if c.value is None or c.type is None or name in self.env.bad_consts:
+                return ERR_VAL  # the constant's own diagnostics are reported once, on it
             v = self.expr(c.value, c.type)
             return (
                 v

@@ -30,9 +30,10 @@ from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.provenance import FnProvenance, Provenance
 from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
+from kera_core.sema.consts import check_constants
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
-from kera_core.source import Span
+from kera_core.source import Span, encode
 from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -465,7 +466,7 @@ class _StandIn:
     __slots__ = ("hash",)
 
     def __init__(self, name: str) -> None:
-        self.hash = digest("fn", b"deferred stand-in:" + name.encode())
+        self.hash = digest("fn", b"deferred stand-in:" + encode(name))
 
 
 class _Shifted(Mapping):
@@ -565,6 +566,7 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
     items = root.items
     _collect_structs(root, env, diags, items)
     _collect_signatures(root, env, diags, cache, items)
+    diags += check_constants(env)
     callees = {
         name: [c for c in _callee_names(sig, cache) if c in env.fns]
         for name, sig in env.fns.items()

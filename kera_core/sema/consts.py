@@ -1,0 +1,150 @@
+"""Constants, checked once per module: each initializer is a constant expression, no
+constant refers to itself, and each value lowers without error. A use of a constant that
+failed gets no diagnostic of its own (the constant's are reported once, on the constant),
+so `C + C` with a bad `C` does not repeat `C`'s error at every use."""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Diagnostic, error
+from kera_core.ir.types import FnType
+from kera_core.sema.env import FnSig, ModuleEnv
+from kera_core.sema.frames import Frame
+from kera_core.syntax import ast
+
+_WHAT = {
+    ast.CallExpr: "a call",
+    ast.IndexExpr: "indexing",
+    ast.FieldExpr: "a field access",
+    ast.BlockExpr: "a block",
+    ast.IfExpr: "an `if`",
+    ast.ForExpr: "a loop",
+    ast.WhileExpr: "a loop",
+    ast.ArrayExpr: "an array",
+    ast.StructLit: "a struct literal",
+    ast.RefExpr: "a borrow",
+    ast.AssignExpr: "an assignment",
+    ast.RangeExpr: "a range",
+}
+
+
+def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str] | None:
+    """The constants ``name``'s initializer uses, or None if it is not a constant expression."""
+    c = env.consts[name]
+    if c.value is None:
+        return None
+    refs: list[str] = []
+    ok = True
+    stack: list[ast.Expr | None] = [c.value]
+    while stack:
+        e = stack.pop()
+        if e is None:
+            continue
+        if isinstance(e, ast.Literal):
+            continue
+        if isinstance(e, ast.PathExpr):
+            ref = e.name.text if e.name is not None else ""
+            if ref in env.consts:
+                refs.append(ref)
+            else:
+                ok = False
+                where = "a function" if ref in env.fns else "not a constant"
+                diags.append(
+                    error(
+                        "K0315",
+                        e.span,
+                        f"`{ref}` is {where}: the initializer of constant `{name}` may use only "
+                        "literals, other constants, operators and `as`",
+                    )
+                )
+        elif isinstance(e, ast.ParenExpr):
+            stack.append(e.inner)
+        elif isinstance(e, ast.PrefixExpr):
+            stack.append(e.operand)
+        elif isinstance(e, ast.BinExpr):
+            stack.extend((e.rhs, e.lhs))
+        elif isinstance(e, ast.CastExpr):
+            stack.append(e.expr)
+        else:
+            ok = False
+            what = _WHAT.get(type(e), "this expression")
+            diags.append(
+                error(
+                    "K0315",
+                    e.span,
+                    f"the initializer of constant `{name}` must be a constant expression, "
+                    f"not {what}",
+                )
+            )
+    return refs if ok else None
+
+
+def _cycles(env: ModuleEnv, refs: dict[str, list[str]], diags: list[Diagnostic]) -> set[str]:
+    """Constants on a reference cycle (each reported once, with the cycle)."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    bad: set[str] = set()
+    for root in refs:
+        if root in state:
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            name, i = stack.pop()
+            if i == 0:
+                state[name] = 1
+                path.append(name)
+            deps = refs.get(name, [])
+            if i < len(deps):
+                stack.append((name, i + 1))
+                dep = deps[i]
+                if state.get(dep) == 1:
+                    cycle = path[path.index(dep) :]
+                    shown = " -> ".join(f"`{n}`" for n in [*cycle, dep])
+                    for n in cycle:
+                        if n not in bad:
+                            bad.add(n)
+                            c = env.consts[n]
+                            diags.append(
+                                error(
+                                    "K0315",
+                                    c.name_span or c.span,
+                                    f"constant `{n}` refers to itself: {shown}",
+                                )
+                            )
+                elif dep not in state and dep in refs:
+                    stack.append((dep, 0))
+                continue
+            state[name] = 2
+            path.pop()
+    return bad
+
+
+def check_constants(env: ModuleEnv) -> list[Diagnostic]:
+    """Check every constant once; record the failed ones in ``env.bad_consts``."""
+    from kera_core.sema.lower import FnLowering
+
+    diags: list[Diagnostic] = []
+    refs: dict[str, list[str]] = {}
+    bad = env.bad_consts
+    for name, c in env.consts.items():
+        r = _references(env, name, diags)
+        if r is None or c.type is None:
+            bad.add(name)
+        else:
+            refs[name] = r
+    bad |= _cycles(env, refs, diags)
+    for name, c in env.consts.items():
+        if name in bad or c.value is None or c.type is None:
+            continue
+        sig = FnSig(
+            name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None
+        )  # type: ignore[arg-type]
+        lw = FnLowering(env, sig, {})
+        lw.frame = Frame(None, [])
+        v = lw.expr(c.value, c.type)
+        if not v.is_err:
+            lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
+        mine = [d for d in lw.diags if c.span.covers(d.span)]
+        diags += mine
+        if v.is_err or any(d.is_error for d in lw.diags):
+            bad.add(name)
+    return diags

@@ -1,0 +1,78 @@
+"""Constants are checked once: a bad constant is reported once however often it is used,
+an unused one is still reported, cycles and non-constant initializers are K0315, and no
+stage reports the same diagnostic twice (`kera check` included)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from kera_core.analysis import analyze
+from kera_core.cli import main
+from kera_core.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BAD = {
+    "const C: i8 = 300;": "K0307",
+    "const C: f32 = 1e39;": "K0307",
+    "const C: i64 = 1.5;": "K0301",
+    "const C: f32 = sqrt(2.0);": "K0315",
+    "const C: i64 = { 1 };": "K0315",
+    "const C: i64 = x;": "K0315",
+    "const C: i64 = C + 1;": "K0315",
+}
+
+
+def codes_of(src: str) -> list[str]:
+    return [d.code for d in analyze(src).diagnostics if d.is_error]
+
+
+@pytest.mark.parametrize("decl", sorted(BAD))
+@pytest.mark.parametrize("uses", [0, 1, 7])
+def test_a_bad_constant_is_reported_once(decl: str, uses: int) -> None:
+    t = decl.split(":")[1].split("=")[0].strip()
+    fns = "".join(
+        f"pub fn f{i}() -> {t} {{ {' + '.join(['C'] * (i + 1))} }}\n" for i in range(uses)
+    )
+    src = f"{decl}\n{fns}"
+    assert codes_of(src) == [BAD[decl]], src
+    doc = Workspace().open("file:///c.kera", src)
+    assert [d.code for d in doc.analysis().diagnostics if d.is_error] == [BAD[decl]]
+
+
+def test_a_cycle_names_every_constant_once() -> None:
+    src = (
+        "const A: i64 = B;\nconst B: i64 = C + 1;\nconst C: i64 = A;\npub fn f() -> i64 { A + B }\n"
+    )
+    diags = [d for d in analyze(src).diagnostics if d.is_error]
+    assert [d.code for d in diags] == ["K0315"] * 3
+    assert all("refers to itself" in d.message for d in diags)
+
+
+def test_good_constants_still_fold() -> None:
+    src = "const A: i64 = B * 2;\nconst B: i64 = -(3 as i64);\npub fn f() -> i64 { A + B }\n"
+    assert codes_of(src) == []
+
+
+def all_sources() -> list[Path]:
+    return sorted((ROOT / "tests" / "corpus").rglob("*.kera")) + sorted(
+        (ROOT / "examples").glob("*.kera")
+    )
+
+
+def test_no_stage_reports_a_diagnostic_twice(tmp_path) -> None:
+    for path in all_sources():
+        text = path.read_text(errors="replace")
+        keys = [(d.code, d.span, d.message) for d in analyze(text).diagnostics]
+        assert len(keys) == len(set(keys)), path
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            main(["check", "--format", "json", str(path)])
+        rows = json.loads(out.getvalue())
+        seen = [json.dumps(r, sort_keys=True) for r in rows]
+        assert len(seen) == len(set(seen)), path
