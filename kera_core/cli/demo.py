@@ -15,6 +15,7 @@ import time
 
 from kera_core import targets
 from kera_core.cli.inputs import UsageError, read_input
+from kera_core.source import encode
 
 
 def register(sub) -> None:
@@ -98,5 +99,5 @@ def _results(module, target: str) -> dict[str, str]:
 def _combined(digests: dict[str, str]) -> str:
     h = hashlib.sha3_256()
     for name in sorted(digests):
-        h.update(f"{name} {digests[name]}\n".encode())
+        h.update(encode(f"{name} {digests[name]}\n"))
     return "sha3-256:" + h.hexdigest()[:15]

@@ -22,7 +22,7 @@ from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import UsageError, read_input
 from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
-from kera_core.source import LineIndex
+from kera_core.source import LineIndex, encode
 
 if TYPE_CHECKING:
     import numpy as np
@@ -363,7 +363,7 @@ def cmd_run(args) -> int:
     for o in r.outputs:
         out.write(f"output {o.name} {o.type} sha3-256:{o.digest}\n")
     if r.has_io:
-        out.write(f"output stdout text sha3-256:{sha3(r.printed.encode())}\n")
+        out.write(f"output stdout text sha3-256:{sha3(encode(r.printed))}\n")
     out.write(f"result sha3-256:{r.digest()}\n")
     if args.out:
         arrays = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.fmt.exprs import BLOCK_LIKE
 from kera_core.fmt.trivia import COMMENTS, WS, normalize_comment
-from kera_core.source import Span
+from kera_core.source import Span, utf8_len
 from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.parse import Parse, parse
 from kera_core.syntax.tree import GreenNode
@@ -111,7 +111,7 @@ def check_output(
     if [t for _, t in old_c] != [t for _, t in new_c]:
         i = _first_diff([t for _, t in old_c], [t for _, t in new_c])
         at = old_c[i][0] if i < len(old_c) else 0
-        length = len(old_c[i][1].encode("utf-8", "surrogatepass")) if i < len(old_c) else 0
+        length = utf8_len(old_c[i][1]) if i < len(old_c) else 0
         return (
             error(
                 "K0601",

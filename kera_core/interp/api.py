@@ -23,6 +23,7 @@ from kera_core.interp.values import (
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.types import Ref, Type, strip_ref
+from kera_core.source import encode
 
 
 @dataclass
@@ -58,7 +59,7 @@ class RunResult:
     def digest_entries(self) -> list[tuple[str, str, bytes]]:
         entries = [(o.key or o.name, str(o.type), o.raw) for o in self.outputs]
         if self.has_io:
-            entries.append(("stdout", "text", self.printed.encode()))
+            entries.append(("stdout", "text", encode(self.printed)))
         return entries
 
     def digest(self) -> str:

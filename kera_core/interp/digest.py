@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from kera_core.source import encode
+
 DOMAIN = b"kera-result-v1\n"
 
 
@@ -21,6 +23,6 @@ def result_digest(entries: list[tuple[str, str, bytes]]) -> str:
     """
     h = hashlib.sha3_256(DOMAIN)
     for name, type_text, raw in entries:
-        h.update(f"{name} {type_text}\n".encode())
+        h.update(encode(f"{name} {type_text}\n"))
         h.update(hashlib.sha3_256(raw).digest())
     return h.hexdigest()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import struct
 
+from kera_core.source import encode
+
 SCHEMA_VERSION = 1
 
 DOMAINS = {
@@ -60,7 +62,7 @@ class Writer:
         self._parts.append(b)
 
     def str(self, s: str) -> None:
-        self.bytes(s.encode("utf-8"))
+        self.bytes(encode(s))
 
     def f64(self, v: float) -> None:
         self._parts.append(struct.pack("<d", v))

@@ -46,6 +46,7 @@ from kera_core.keg.format import (
     Section,
 )
 from kera_core.keg.provenance import decode_provenance
+from kera_core.source import encode
 
 
 def expected_outputs(ftype: FnType) -> tuple[tuple[str, int], ...]:
@@ -389,7 +390,7 @@ class _Decoder:
         for _ in range(c.count("functions", MIN_FUNCTION)):
             at = c.pos
             name = self._string(c)
-            key = name.encode("utf-8")
+            key = encode(name)
             if prev is not None and key <= prev:
                 kind = "duplicate" if key == prev else "order"
                 raise c.fail(kind, f"function {name!r} after {prev.decode()!r}", at)

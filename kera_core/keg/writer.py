@@ -29,6 +29,7 @@ from kera_core.keg.format import (
     Section,
 )
 from kera_core.keg.provenance import encode_provenance
+from kera_core.source import encode
 
 _INT_LIMIT = 1 << 69  # zigzagged, still fits the reader's 10-byte LEB128
 
@@ -112,7 +113,7 @@ class _Tables:
             strings.add(f.name)
             strings.update(kind for kind, _ in f.outputs)
             types.append(f.type)
-        self.strings = sorted(strings, key=lambda s: s.encode("utf-8"))
+        self.strings = sorted(strings, key=encode)
         self.string_index = {s: i for i, s in enumerate(self.strings)}
         by_bytes = {t.canonical: t for t in types}
         self.types = [by_bytes[b] for b in sorted(by_bytes)]
@@ -210,7 +211,7 @@ def write_keg(graph: Graph, provenance: Provenance | None = None) -> bytes:
 
     fn_w = Writer()
     fn_w.uvar(len(graph.functions))
-    for name in sorted(graph.functions, key=lambda s: s.encode("utf-8")):
+    for name in sorted(graph.functions, key=encode):
         f = graph.functions[name]
         if f.name != name:
             raise ValueError(f"function stored under {name!r} is named {f.name!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kera_core.diagnostics import Diagnostic, error
-from kera_core.source import Span
+from kera_core.source import Span, utf8_len
 from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind
 from kera_core.syntax.lexer import LexedText
 from kera_core.syntax.parser.events import Error, Event, Finish, Start
@@ -112,11 +112,11 @@ class TreeBuilder:
         at = self.byte
         for i in range(self.pos, self.pos + n):
             t = self.texts[i]
-            at += len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))
+            at += len(t) if t.isascii() else utf8_len(t)
         j = self.pos + n
         if j < len(self.kinds):
             t = self.texts[j]
-            end = at + (len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")))
+            end = at + (len(t) if t.isascii() else utf8_len(t))
         else:
             end = at
         d = error(code, Span(at, end), message)
