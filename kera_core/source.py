@@ -11,6 +11,7 @@ Text is held as a Python ``str``. Bytes that are not valid UTF-8 are decoded wit
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -78,6 +79,9 @@ class Span:
         return Span(self.start + delta, self.end + delta)
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 class LineIndex:
     """Maps byte offsets to lines and columns, and back.
 
@@ -88,16 +92,24 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self._line_starts_char: list[int] = [0]  # char index of each line start
+        self._line_ends_char: list[int] = []  # char index where each line's content ends
         self._line_starts_byte: list[int] = [0]
         ascii_only = text.isascii()
         self._ascii = ascii_only
-        pos = 0
-        while True:
-            nl = text.find("\n", pos)
-            if nl < 0:
-                break
-            self._line_starts_char.append(nl + 1)
-            pos = nl + 1
+        if "\r" not in text:
+            pos = 0
+            while True:
+                nl = text.find("\n", pos)
+                if nl < 0:
+                    break
+                self._line_ends_char.append(nl)
+                self._line_starts_char.append(nl + 1)
+                pos = nl + 1
+        else:  # LSP: only \n, \r\n and \r end lines (not \f, U+2028 or other separators)
+            for m in _LINE_END.finditer(text):
+                self._line_ends_char.append(m.start())
+                self._line_starts_char.append(m.end())
+        self._line_ends_char.append(len(text))
         if ascii_only:
             self._line_starts_byte = list(self._line_starts_char)
         else:
@@ -121,14 +133,7 @@ class LineIndex:
 
     def line_text(self, line: int) -> str:
         """The text of ``line`` without its line terminator."""
-        s = self._line_starts_char[line]
-        e = (
-            self._line_starts_char[line + 1] - 1
-            if line + 1 < len(self._line_starts_char)
-            else len(self.text)
-        )
-        t = self.text[s:e]
-        return t[:-1] if t.endswith("\r") else t
+        return self.text[self._line_starts_char[line] : self._line_ends_char[line]]
 
     def _clamp(self, offset: int) -> int:
         return max(0, min(offset, self.len_bytes))
@@ -179,11 +184,7 @@ class LineIndex:
         if line >= len(self._line_starts_byte):
             return self.len_bytes
         start_c = self._line_starts_char[line]
-        end_c = (
-            self._line_starts_char[line + 1] - 1
-            if line + 1 < len(self._line_starts_char)
-            else len(self.text)
-        )
+        end_c = self._line_ends_char[line]  # past-the-end columns clamp before the line end
         byte = self._line_starts_byte[line]
         units = 0
         i = start_c

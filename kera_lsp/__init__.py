@@ -38,4 +38,5 @@ def run(args) -> int:
         server.start_tcp(args.host, args.tcp)
     else:
         server.start_io()
-    return 0
+    # docs/lsp.md: exit code 0 after `shutdown`, 1 when the client exits (or leaves) without it
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1

@@ -34,9 +34,11 @@ from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
+    JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from kera_core import __version__
@@ -60,13 +62,64 @@ class _Ignored:
     jsonrpc = "ignored"
 
 
+def _version_null_change(data: dict[str, Any], server: Any) -> None:
+    """A `didChange` whose version is null is still applied (as the next version)."""
+    td = (data.get("params") or {}).get("textDocument")
+    if isinstance(td, dict) and td.get("version") is None and isinstance(td.get("uri"), str):
+        versions = getattr(server, "versions", {})
+        td["version"] = versions.get(td["uri"], 0) + 1
+
+
 class KeraProtocol(LanguageServerProtocol):
     """Answers a request whose params do not match the LSP schema with InvalidParams.
 
     pygls only logs such messages, which leaves the client waiting forever.
     """
 
+    _initialize_seen = False
+
+    # One copy of the text: the open documents live in kera_core.workspace, which applies
+    # every edit (LSP's clamping and line endings, any position encoding). pygls would keep
+    # a second copy of each and apply each edit to it too; these overrides skip that.
+    def _user(self, method: str, params):
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params):
+        yield from self._user(T.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params):
+        yield from self._user(T.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params):
+        yield from self._user(T.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _send_handler_result(self, future, *, msg_id):
+        """An ordinary failure (RequestFailed: nothing to rename here, a refused format) is
+        answered and logged as one line; pygls would log it as an ERROR with a traceback."""
+        exc = None if future.cancelled() else future.exception()
+        if isinstance(exc, RequestFailed):
+            self._request_futures.pop(msg_id, None)
+            log.info("request %s failed: %s", msg_id, exc)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
+
     def structure_message(self, data: dict[str, Any]):
+        if isinstance(data, dict) and isinstance(data.get("method"), str):
+            method = data["method"]
+            if method == "initialize":
+                self._initialize_seen = True
+            elif not self._initialize_seen and method != "exit":
+                if "id" in data:  # LSP: a request before `initialize` gets -32002
+                    err = JsonRpcServerNotInitialized(f"{method}: the server is not initialized")
+                    self._send_response(data["id"], None, err.to_response_error())
+                return _Ignored()  # and a notification is dropped
+            if method == "textDocument/didChange":
+                _version_null_change(data, self._server)
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
