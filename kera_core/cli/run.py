@@ -102,11 +102,26 @@ def select_target(name: str):
 
 def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=None):
     """`--target all`: the interpreter, then every registered target that can run ``name``
-    here; one `target NAME sha3-256:…` line each on stderr; R0010 if any digest differs."""
+    here; one `target NAME …` line each on stderr. The outcomes must agree: the same
+    digest, or the same run-time error code (semantics.md says which error wins); R0010
+    if any differs. An error all agree on is raised as the interpreter's."""
     from kera_core.interp import InputError, InterpError, run_function
 
-    ref = run_function(module, name, inputs, dims, stdout=stdout, max_steps=max_steps)
-    print(f"target interp sha3-256:{ref.digest()}", file=sys.stderr)
+    def outcome(run):
+        try:
+            return run(), None
+        except InputError:
+            raise
+        except InterpError as e:
+            return None, e
+
+    def shown(r, err) -> str:
+        return f"error {err.code}" if err is not None else f"sha3-256:{r.digest()}"
+
+    ref, ref_err = outcome(
+        lambda: run_function(module, name, inputs, dims, stdout=stdout, max_steps=max_steps)
+    )
+    print(f"target interp {shown(ref, ref_err)}", file=sys.stderr)
     for tname in targets.runnable_names():
         try:
             t = targets.get(tname)
@@ -116,13 +131,21 @@ def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=Non
         if t is None or not hasattr(t, "run"):
             continue
         try:
-            r = targets.run_module(t, module, name, inputs, dims, fuel=fuel)
+            r, err = outcome(
+                lambda t=t: targets.run_module(t, module, name, inputs, dims, fuel=fuel)
+            )
         except InputError as e:  # the target cannot compile this function
             print(f"target {tname} skipped: {e.message}", file=sys.stderr)
             continue
-        print(f"target {tname} sha3-256:{r.digest()}", file=sys.stderr)
-        if r.digest() != ref.digest():
-            raise InterpError("R0010", f"target `{tname}` disagrees with the interpreter")
+        print(f"target {tname} {shown(r, err)}", file=sys.stderr)
+        if shown(r, err) != shown(ref, ref_err):
+            raise InterpError(
+                "R0010",
+                f"target `{tname}` disagrees with the interpreter: "
+                f"{shown(r, err)} against {shown(ref, ref_err)}",
+            )
+    if ref_err is not None:
+        raise ref_err
     return ref
 
 

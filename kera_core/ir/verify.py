@@ -24,7 +24,7 @@ from kera_core.ir.types import TOKEN, RangeType, Type, strip_ref
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # hash | dangling | cycle | open-region | type | region-signature
+    kind: str  # hash | dangling | cycle | open-region | type | region-signature | signature
     node: bytes | None
     message: str
 
@@ -52,8 +52,46 @@ def verify(g: Graph) -> list[Violation]:
         if f.region not in g.regions:
             out.append(Violation("dangling", None, f"function `{f.name}` has no region"))
             continue
+        _signature(g, f, out)
         _region(g, f.region, out, seen, fn_hashes)
     return out
+
+
+def _signature(g: Graph, f, out: list[Violation]) -> None:
+    """A function's region takes its parameters (after the effect token, if it has
+    effects) and yields the token, then its ``outputs``: the result, or the final value of
+    a `&mut` parameter."""
+    r = g.regions[f.region]
+    token = (TOKEN,) if f.type.effects else ()
+    want_params = token + tuple(f.type.params)
+    if len(r.params) != len(want_params) or not all(
+        _same(a, b) for a, b in zip(r.params, want_params, strict=False)
+    ):
+        out.append(
+            Violation(
+                "signature", None, f"function `{f.name}`: region parameters differ from its type"
+            )
+        )
+        return
+    want: list[Type] = list(token)
+    for kind, i in f.outputs:
+        if kind == "result":
+            want.append(f.type.result)
+        elif kind == "param" and isinstance(i, int) and 0 <= i < len(f.type.params):
+            want.append(strip_ref(f.type.params[i]))
+        else:
+            out.append(Violation("signature", None, f"function `{f.name}`: bad output {kind!r}"))
+            return
+    got = []
+    for y in r.yields:
+        n = g.nodes.get(y.node)
+        if n is None or y.index >= len(n.types):
+            return  # reported as dangling by the region walk
+        got.append(n.types[y.index])
+    if len(got) != len(want) or not all(_same(a, b) for a, b in zip(got, want, strict=False)):
+        out.append(
+            Violation("signature", None, f"function `{f.name}`: yields differ from its type")
+        )
 
 
 def _region(

@@ -33,6 +33,8 @@ KINDS: dict[str, str] = {
     "hash-mismatch": "a recomputed hash differs from the one stored in the file",
     "unreachable": "a node or region is not reachable from any function",
     "unused": "a string, type or attribute set that nothing refers to",
+    "ill-typed": "the graph is well formed but breaks the IR's rules (kera_core.ir.verify): "
+    "an op's types, a region's parameters or yields, a function's signature",
 }
 
 

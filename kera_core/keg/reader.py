@@ -65,6 +65,25 @@ class KegFile:
     fingerprint: bytes
 
 
+def _verify(graph) -> None:
+    """Every rule of the IR, before any consumer sees the graph: a file whose hashes are
+    right can still hold an ill-typed graph (written by another tool, or edited and
+    resealed). The verifier's own failure is reported the same way, never raised."""
+    from kera_core.ir.verify import verify
+    from kera_core.stack import deep_recursion
+
+    try:
+        with deep_recursion():
+            violations = verify(graph)
+    except Exception as exc:  # a graph the verifier cannot even walk is ill-typed
+        raise KegError(
+            "ill-typed", f"the graph cannot be verified: {type(exc).__name__}: {exc}"
+        ) from None
+    if violations:
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        raise KegError("ill-typed", f"{violations[0]}{more}")
+
+
 def read_keg(data: bytes) -> KegFile:
     """Parse and fully verify a `.keg` file; any defect raises :class:`KegError`."""
     data = bytes(data)
@@ -176,6 +195,7 @@ class _Decoder:
                 f"header fingerprint {fingerprint.hex()} but the graph hashes to {got.hex()}",
                 16,
             )
+        _verify(self.graph)
         prov = None
         if Section.PROVENANCE in self.spans:
             prov = decode_provenance(self.cursor(Section.PROVENANCE), self.node_hashes)
