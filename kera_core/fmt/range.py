@@ -137,6 +137,10 @@ def _format_range(text: str, span: Span, width: int) -> FormatResult:
     depth = sum(1 for a in container.ancestors() if a.kind is K.BLOCK)
     base, at_line_start = _indent_at(data, start, depth)
     out = print_doc(doc, width, base, at_line_start=False) if doc is not None else ""
+    # A blank line the layout puts before the first sibling is already in the text before
+    # `start` (the region starts at the sibling itself): printing it again would add one
+    # more at every request, so formatting a range twice would not be a no-op.
+    out = out.lstrip("\n")
     if out.endswith("\n"):  # it ends with a `//` comment: keep what follows off its line
         rest = data[end : data.find(b"\n", end) + 1 or len(data)]
         out = out[:-1] if rest.strip(b" \t\r\n") == b"" else out + " " * base
