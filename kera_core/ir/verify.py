@@ -52,8 +52,8 @@ def verify(g: Graph) -> list[Violation]:
         if f.region not in g.regions:
             out.append(Violation("dangling", None, f"function `{f.name}` has no region"))
             continue
-        _signature(g, f, out)
         _region(g, f.region, out, seen, fn_hashes)
+        _signature(g, f, out)  # after the body: a wrong op is the first thing to report
     return out
 
 
