@@ -42,10 +42,10 @@ def int_digits(body: str) -> tuple[int, str]:
     return base, digits.lstrip("0")
 
 
-def int_value(body: str, max_digits: dict[int, int] = _MAX_INT_DIGITS) -> int:
+def int_value(body: str) -> int:
     """The value of an integer literal; LiteralTooLarge past 64 bits (without computing it)."""
     base, digits = int_digits(body)
-    if len(digits) > max_digits[base]:
+    if len(digits) > _MAX_INT_DIGITS[base]:
         raise LiteralTooLarge(body)
     return int(digits, base) if digits else 0
 
@@ -106,8 +106,8 @@ def _f32_exact(bits: int) -> Fraction | None:
     return Fraction(f)
 
 
-def f64_bits_of(x: Fraction) -> int:
-    """binary64 bits of an exact rational (Python's float() rounds correctly)."""
+def f64_bits_of(x: Fraction | float) -> int:
+    """binary64 bits of an exact rational or a float (Python's float() rounds correctly)."""
     try:
         v = float(x)
     except OverflowError:
@@ -157,13 +157,22 @@ def decimal_value(text: str) -> Fraction | float:
     return -value if negative else value
 
 
-def float_bits(text_body: str, p: Prim) -> int:
-    """Bits of a decimal literal rounded once to ``p`` (ties to even)."""
-    exact = decimal_value(text_body)
-    if isinstance(exact, float):  # an infinity or a signed zero
-        if p.name == "f32":
-            return f32_bits_of(exact)
-        return struct.unpack("<Q", struct.pack("<d", exact))[0]
+_BITS_PER_DIGIT = {16: 4, 8: 3, 2: 1}
+
+
+def float_bits(body: str, p: Prim, negate: bool = False) -> int:
+    """Bits of a number literal's body — decimal, or a `0x`/`0o`/`0b` integer — rounded
+    once to ``p`` (ties to even), negated first with ``negate``."""
+    base, digits = int_digits(body)
+    exact: Fraction | float
+    if base == 10:
+        exact = decimal_value(body)
+    elif len(digits) * _BITS_PER_DIGIT[base] > 1100:  # beyond every float type
+        exact = math.inf
+    else:
+        exact = Fraction(int(digits or "0", base))
+    if negate:
+        exact = -exact
     return f32_bits_of(exact) if p.name == "f32" else f64_bits_of(exact)
 
 

@@ -583,16 +583,8 @@ class FnLowering(ControlFlow, Calls, Exits):
             t = Prim("i64") if tok.kind == K.INT else Prim("f64")
         shown = quoted(f"{'-' if negate else ''}{tok.text}")
         if t.is_float:
-            text = body.replace("_", "")
-            if tok.kind == K.INT:
-                base, digits = literals.int_digits(body)
-                if base != 10:  # a hex/octal/binary integer given a float type
-                    try:
-                        text = str(literals.int_value(body, {base: 400}))
-                    except literals.LiteralTooLarge:
-                        text = "1e999"  # beyond every float type: rounds to infinity
             try:
-                bits = literals.float_bits(("-" if negate else "") + text, t)
+                bits = literals.float_bits(body, t, negate)
             except ValueError:
                 return ERR_VAL  # malformed: the lexer reported it (K0005)
             if literals.is_infinite(bits, t):
