@@ -325,6 +325,15 @@ class KeraLanguageServer(LanguageServer):
         except Exception:  # no writer yet, or the client is gone
             log.warning("%s", message)
 
+    def show_message(self, message: str, kind: T.MessageType = T.MessageType.Warning) -> None:
+        """Tells the person (window/showMessage: a notification in VS Code, the message area
+        in Neovim), and logs the same line."""
+        try:
+            self.window_show_message(T.ShowMessageParams(type=kind, message=message))
+        except Exception:  # no writer yet, or the client is gone
+            log.warning("%s", message)
+        self.log_message(message, kind)
+
     def report_server_error(self, error: Exception, source) -> None:
         """Log out-of-band errors instead of popping up a message for each.
 

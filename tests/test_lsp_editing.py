@@ -7,6 +7,7 @@ quick fixes, compile actions and the compile command, rename — for each client
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -190,13 +191,19 @@ async def test_formatting_document_range_and_refusal(client: LanguageClient):
     assert apply(text, edits) == "fn f( a:f32 )->f32{a*2.0}\nfn g(b: f32) -> f32 {\n    b\n}\n"
     change(client, uri, 2, T.TextDocumentContentChangeWholeDocument(text="fn f( { \n"))
     await wait_diagnostics(client, uri, 2)
-    n = len(client.log_messages)
+    n, m = len(client.log_messages), len(client.messages)
     edits = await client.text_document_formatting_async(
         T.DocumentFormattingParams(text_document=doc_id(uri), options=opts)
     )
     assert not edits
     await asyncio.sleep(0.05)
-    assert any("not formatting" in m.message for m in client.log_messages[n:])
+    # the person is told why (showMessage), at the first syntax error's line and column
+    shown = [x for x in client.messages[m:] if "not formatting" in x.message]
+    assert len(shown) == 1, client.messages[m:]
+    assert shown[0].type == T.MessageType.Warning
+    name = re.escape(uri.rsplit("/", 1)[-1])
+    assert re.match(rf"kera: not formatting {name}: K0602 at 1:7: .*K0100", shown[0].message), shown
+    assert any("not formatting" in x.message for x in client.log_messages[n:])
 
 
 async def test_quick_fix_and_compile_actions(client: LanguageClient):

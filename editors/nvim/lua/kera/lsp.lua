@@ -101,35 +101,52 @@ end
 -- Starting and finding the client
 --------------------------------------------------------------------------------
 
-local legacy_clients = {} -- root_dir -> client id (Neovim 0.7, without vim.lsp.start)
+-- root_dir -> client id: the one server of each root. Neovim's own bookkeeping cannot be used
+-- for this: before the server has answered `initialize`, Neovim 0.7's client_is_stopped() and
+-- 0.8-0.10's vim.lsp.start() do not see the client, so two buffers (or two FileType events for
+-- one buffer) opened in that window would each start a server.
+local clients_by_root = {}
 
---- Starts the server for a buffer (or reuses the one of its root) and attaches it.
---- Returns the client id, or nil when the server cannot be started.
+--- The live client of an id: nil once it has exited or is shutting down.
+local function live_client(id)
+  local client = id and vim.lsp.get_client_by_id(id)
+  if client == nil or (client.is_stopped and client.is_stopped()) then
+    return nil
+  end
+  return client
+end
+
+--- Starts the server for a buffer (or reuses the one of its root) and attaches it: one server
+--- per root, and one client per buffer, however often this is called. Returns the client id,
+--- or nil when the server cannot be started.
 function M.start(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   local conf = client_config(bufnr)
-  if vim.fn.executable(conf.cmd[1]) ~= 1 then
-    config.notify(
-      ("cannot start the language server: `%s` is not executable. Set `cmd` or `python` in "
-        .. "require('kera').setup{}, see :KeraInfo"):format(conf.cmd[1]),
-      vim.log.levels.ERROR
-    )
-    return nil
+  local id = clients_by_root[conf.root_dir]
+  if live_client(id) == nil then
+    id = nil
   end
-  if vim.lsp.start then
-    local started = vim.lsp.start(conf, { bufnr = bufnr })
-    vim.b[bufnr].kera_client_id = started
-    return started
-  end
-  local id = legacy_clients[conf.root_dir]
-  if id == nil or vim.lsp.client_is_stopped(id) then
-    id = vim.lsp.start_client(conf)
-    if id == nil then
-      config.notify("vim.lsp.start_client failed; see " .. vim.lsp.get_log_path(), vim.log.levels.ERROR)
+  if id == nil then
+    if vim.fn.executable(conf.cmd[1]) ~= 1 then
+      config.notify(
+        ("cannot start the language server: `%s` is not executable. Set `cmd` or `python` in "
+          .. "require('kera').setup{}, see :KeraInfo"):format(conf.cmd[1]),
+        vim.log.levels.ERROR
+      )
       return nil
     end
-    legacy_clients[conf.root_dir] = id
+    if vim.lsp.start then
+      id = vim.lsp.start(conf, { bufnr = bufnr })
+    else
+      id = vim.lsp.start_client(conf)
+    end
+    if id == nil then
+      config.notify("the language server did not start; see " .. vim.lsp.get_log_path(), vim.log.levels.ERROR)
+      return nil
+    end
+    clients_by_root[conf.root_dir] = id
   end
+  -- Attaching twice is a no-op; vim.lsp.start has attached already.
   vim.lsp.buf_attach_client(bufnr, id)
   vim.b[bufnr].kera_client_id = id
   return id
@@ -144,7 +161,7 @@ function M.stop_all()
       M.client_call(client, "stop")
     end
   end
-  legacy_clients = {}
+  clients_by_root = {}
 end
 
 --- The Kera client attached to a buffer, if any.
@@ -225,44 +242,36 @@ function M.targets(bufnr, timeout_ms)
   return targets, fn
 end
 
---- Formats a buffer with the server, synchronously: vim.lsp.buf.format where it exists,
---- vim.lsp.buf.formatting_sync on Neovim 0.7. With `range` ({start_line, end_line}, 1-based)
---- only those lines (textDocument/rangeFormatting).
+--- Formats a buffer with the server, synchronously (textDocument/formatting, or with `range`
+--- ({start_line, end_line}, 1-based) textDocument/rangeFormatting for those lines). Returns
+--- true when the server answered. Sent here rather than through vim.lsp.buf.format /
+--- formatting_sync, which drop a server's error reply without a word: a failed request is
+--- reported here, and a refusal (syntax errors) is explained by the server's
+--- window/showMessage, which Neovim shows in the message area.
 function M.format(bufnr, range)
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   local client = M.get_client(bufnr)
   if client == nil then
-    config.notify("no Kera language server is attached to this buffer", vim.log.levels.WARN)
+    config.notify("no Kera language server is attached to this buffer (see :KeraInfo)", vim.log.levels.WARN)
     return false
   end
+  local params = vim.lsp.util.make_formatting_params()
+  params.textDocument = { uri = vim.uri_from_bufnr(bufnr) }
+  local method = "textDocument/formatting"
   if range then
-    local params = vim.lsp.util.make_formatting_params()
+    method = "textDocument/rangeFormatting"
     params.range = {
       start = { line = range[1] - 1, character = 0 },
       ["end"] = { line = range[2], character = 0 },
     }
-    local edits, err = M.request_sync(bufnr, "textDocument/rangeFormatting", params)
-    if err then
-      config.notify("range formatting failed: " .. util.error_text(err), vim.log.levels.WARN)
-      return false
-    end
-    if edits then
-      vim.lsp.util.apply_text_edits(edits, bufnr, client.offset_encoding or "utf-16")
-    end
-    return true
   end
-  if vim.lsp.buf.format then
-    vim.lsp.buf.format({
-      bufnr = bufnr,
-      timeout_ms = config.options.timeout_ms,
-      filter = function(c)
-        return c.name == M.CLIENT_NAME
-      end,
-    })
-  else
-    api.nvim_buf_call(bufnr, function()
-      vim.lsp.buf.formatting_sync(nil, config.options.timeout_ms)
-    end)
+  local edits, err = M.request_sync(bufnr, method, params)
+  if err then
+    config.notify("formatting failed: " .. util.error_text(err), vim.log.levels.WARN)
+    return false
+  end
+  if edits and #edits > 0 then
+    vim.lsp.util.apply_text_edits(edits, bufnr, client.offset_encoding or "utf-16")
   end
   return true
 end

@@ -135,26 +135,80 @@ function M.register()
   return true
 end
 
+local function normalized(path)
+  return (vim.fn.resolve(vim.fn.fnamemodify(vim.fn.expand(path), ":p")):gsub("/+$", ""))
+end
+
+--- Whether `dir` is an entry of the 'runtimepath' option.
+local function on_runtimepath(dir)
+  local want = normalized(dir)
+  for _, entry in ipairs(vim.split(vim.o.runtimepath, ",", { plain = true })) do
+    if entry ~= "" and normalized(entry) == want then
+      return true
+    end
+  end
+  return false
+end
+
+--- The directory :KeraBuildParser builds into by default: stdpath("data") .. "/site", which is
+--- on the default 'runtimepath' and where nvim-treesitter installs parsers too.
+function M.default_parser_dir()
+  return vim.fn.stdpath("data") .. "/site"
+end
+
 --- Compiles grammar/src/{parser,scanner}.c into <dir>/parser/kera.so with the system C compiler
---- (dir defaults to stdpath("data") .. "/site", which is on the runtimepath), for Neovim without
---- nvim-treesitter. Returns the path, or nil and the error.
+--- (dir defaults to default_parser_dir()), for Neovim without nvim-treesitter, and makes it
+--- the parser Neovim loads: `dir` is added to 'runtimepath' for this session when it is not
+--- there. Returns the path and a list of warnings (a kera.so earlier on 'runtimepath' that
+--- shadows it, a directory to add to 'runtimepath' in init.lua, a parser already loaded in this
+--- session), or nil and the error.
 function M.build_parser(dir)
   local grammar = M.grammar_dir()
   if grammar == nil then
     return nil, "grammar/src/parser.c not found (set grammar_dir in setup())"
   end
-  dir = dir or (vim.fn.stdpath("data") .. "/site")
+  dir = normalized(dir or M.default_parser_dir())
   vim.fn.mkdir(dir .. "/parser", "p")
   local out = dir .. "/parser/kera.so"
   local cc = vim.env.CC or "cc"
+  if vim.fn.executable(cc) ~= 1 then
+    return nil, ("no C compiler: `%s` is not executable (install one, or set $CC)"):format(cc)
+  end
+  local loaded_before = M.parser_available()
+  -- Build beside the target and rename, so that a running Neovim that has the old file mapped
+  -- keeps a consistent copy.
+  local tmp = out .. ".tmp" .. uv.getpid()
   local output = vim.fn.system({
     cc, "-O2", "-shared", "-fPIC", "-I", grammar .. "/src",
-    grammar .. "/src/parser.c", grammar .. "/src/scanner.c", "-o", out,
+    grammar .. "/src/parser.c", grammar .. "/src/scanner.c", "-o", tmp,
   })
   if vim.v.shell_error ~= 0 then
+    os.remove(tmp)
     return nil, output
   end
-  return out
+  local ok, rename_err = os.rename(tmp, out)
+  if not ok then
+    os.remove(tmp)
+    return nil, rename_err
+  end
+  local warnings = {}
+  if not on_runtimepath(dir) then
+    vim.opt.runtimepath:append(dir)
+    table.insert(warnings, ("%s is not on 'runtimepath': added for this session; add it in "
+      .. "init.lua (vim.opt.runtimepath:append(...)) to keep using it"):format(dir))
+  else
+    -- Neovim searches only the 'runtimepath' entries that existed when the option was last
+    -- set (stdpath("data")/site often did not): setting it again makes it look in `dir`.
+    vim.o.runtimepath = vim.o.runtimepath
+  end
+  local first = api.nvim_get_runtime_file("parser/kera.so", false)[1]
+  if first and normalized(first) ~= normalized(out) then
+    table.insert(warnings, ("Neovim loads %s first (earlier on 'runtimepath'); remove it, or "
+      .. ":KeraBuildParser %s"):format(first, vim.fn.fnamemodify(first, ":h:h")))
+  elseif loaded_before then
+    table.insert(warnings, "a Kera parser was already loaded in this session: restart Neovim to use the new one")
+  end
+  return out, warnings
 end
 
 return M
