@@ -182,6 +182,7 @@ class Document:
         self.text = text
         self.cache = LoweringCache()
         self.parse: Parse | None = None
+        self.parse_crash: str | None = None  # why the parser failed on this text, if it did
         self.reparses: dict[str, int] = {"token": 0, "block": 0, "full": 0, "cached": 0}
         self.saved: Saved | None = None
         self._index: LineIndex | None = None
@@ -251,18 +252,36 @@ class Document:
         self._analysis = None
         hit = self._recent.get(self.content_hash)
         t0 = time.perf_counter()
+        self.parse_crash = None
         if hit is not None and hit.parse is not None:
             self.parse = hit.parse
             self.reparses["cached"] += 1
         elif self.size > MAX_PARSE_BYTES:
             self.parse = None
-        elif self.parse is not None and edit is not None:
-            self.parse, strategy = reparse(self.parse, edit, new_text=text)
-            self.reparses[strategy] += 1
         else:
-            self.parse = parse(text)
-            self.reparses["full"] += 1
+            self.parse = self._parse_guarded(text, edit)
         self._parse_time = time.perf_counter() - t0
+
+    def _parse_guarded(self, text: str, edit: TextEdit | None) -> Parse | None:
+        """The parse of `text`, incrementally from the last one when there is an edit. A parser
+        bug must not lose the document: a failed reparse falls back to a full parse, and a
+        failed full parse leaves no tree (``parse_crash`` says why; the analysis reports it as
+        K0901), so the text is still the editor's and the next edit parses afresh."""
+        if self.parse is not None and edit is not None:
+            try:
+                new, strategy = reparse(self.parse, edit, new_text=text)
+                self.reparses[strategy] += 1
+                return new
+            except Exception:
+                log.exception("reparsing %s failed; parsing it afresh", self.uri)
+        try:
+            new = parse(text)
+        except Exception as ex:
+            log.exception("parsing %s failed", self.uri)
+            self.parse_crash = f"{type(ex).__name__}: {ex}"
+            return None
+        self.reparses["full"] += 1
+        return new
 
     # --- analysis ------------------------------------------------------------------------
     def analysis(self) -> Analysis:
@@ -276,9 +295,10 @@ class Document:
             a = hit if hit.version == self.version else replace(hit, version=self.version)
         else:
             a = self._analyze(h)
-            self._recent[h] = a
-            while len(self._recent) > RECENT_VERSIONS:
-                self._recent.popitem(last=False)
+            if not _failed(a.diagnostics):  # a failure is never remembered past this text
+                self._recent[h] = a
+                while len(self._recent) > RECENT_VERSIONS:
+                    self._recent.popitem(last=False)
         self._analysis = a
         return a
 
@@ -291,8 +311,8 @@ class Document:
         a = self._analysis
         if a is not None and a.version == self.version:
             return a
-        if self.content_hash in self._recent:
-            return self.analysis()
+        if self.content_hash in self._recent or self.parse is None:
+            return self.analysis()  # cached, or nothing to view but the reason (no sema runs)
         diags = list(self.parse.diagnostics) if self.parse is not None else []
         a = Analysis(self.uri, self.version, self.text, self.content_hash, self.parse, None, diags)
         a.__dict__["line_index"] = self.line_index
@@ -303,7 +323,12 @@ class Document:
         p = self.parse
         module: Module | None = None
         if p is None:
-            diags = [_limit_note(f"{self.size} bytes: too large to analyse", MAX_PARSE_BYTES)]
+            if self.parse_crash is not None:
+                diags = [
+                    error("K0901", Span(0, 0), f"internal error in the parser: {self.parse_crash}")
+                ]
+            else:
+                diags = [_limit_note(f"{self.size} bytes: too large to analyse", MAX_PARSE_BYTES)]
             return Analysis(self.uri, self.version, self.text, h, None, None, diags, timings)
         diags = list(p.diagnostics)
         if self.size > MAX_SEMA_BYTES:
@@ -360,7 +385,7 @@ class Document:
             movable = all(
                 span.covers(d.span) and all(span.covers(r.span) for r in d.related) for d in res
             )
-            if lf.shape:
+            if lf.shape and not _failed(res):  # the next analysis tries a failed check again
                 live[lf.shape] = (span.start, res, movable)
             out += res
         self._ownership = live
@@ -379,6 +404,12 @@ class Document:
     @property
     def changed_since_save(self) -> bool:
         return self.saved is None or self.saved.content_hash != self.content_hash
+
+
+def _failed(diags: list[Diagnostic]) -> bool:
+    """Does a result hold an internal error (K0901)? Such a result is not cached, so the next
+    edit (or the same text again) recovers from a failure instead of replaying it."""
+    return any(d.code == "K0901" for d in diags)
 
 
 def _limit_note(what: str, limit: int) -> Diagnostic:
