@@ -1,0 +1,330 @@
+"""The composites, expanded once into primitives exactly as docs/semantics.md defines them.
+
+* §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
+  one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both);
+* §7 reductions: the canonical sum (tiles of 1024, 16 lanes, the lane tree, the
+  left-complete tile tree), `max`/`min`, `argmax`, `dot`, `mean`;
+* §8 `matmul` (k in increasing order), `conv1d`, `softmax`, `layernorm`.
+
+Each function takes an :class:`Emitter` and operands and appends code; element sources are
+given as ``get(i) -> operand`` callbacks, so a reduction over a product (`dot`) or a
+difference (`layernorm`) reads its elements without materialising them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kera_core.interp import mathfns
+from kera_core.interp.fp import SCALE_GUARD
+from kera_core.interp.reduce import LANES, TILE
+from kera_core.loops.emit import Emitter, imm
+from kera_core.loops.ir import Check, If, Imm, Operand, Var, While
+
+_FMT = {
+    # name: (int type of the same width, unsigned type, mantissa bits, bias, canonical NaN)
+    "f32": ("i32", "u32", 23, 127, 0x7FC00000),
+    "f64": ("i64", "u64", 52, 1023, 0x7FF8000000000000),
+}
+
+Get = Callable[[Operand], Operand]
+
+
+def fbits(t: str, bits: int) -> Imm:
+    return Imm(t, bits)
+
+
+def fconst(t: str, x: float) -> Imm:
+    return imm(t, x)
+
+
+def nan(t: str) -> Imm:
+    return Imm(t, _FMT[t][4])
+
+
+def inf(t: str, negative: bool = False) -> Imm:
+    return Imm(
+        t,
+        (0xFF800000 if negative else 0x7F800000)
+        if t == "f32"
+        else (0xFFF0000000000000 if negative else 0x7FF0000000000000),
+    )
+
+
+# --- §6.1 scaleB --------------------------------------------------------------------------------
+
+
+def pow2(e: Emitter, j: Operand, t: str) -> Var:
+    """2**j as a float of type t from its bits; j (t's int type) in [emin, emax]."""
+    it, ut, mant, bias, _ = _FMT[t]
+    b = e.op("add", j, imm(it, bias))
+    u = e.op("bitcast", b, to=ut)
+    s = e.op("shl", u, imm(ut, mant))
+    return e.op("bitcast", s, to=t)
+
+
+def scaleb(e: Emitter, y: Operand, k: Operand, t: str) -> Var:
+    """y * 2**k rounded once, for k in [emin - 64, emax + 1] (semantics.md §6.1)."""
+    it, _, _, bias, _ = _FMT[t]
+    emin, emax = 1 - bias, bias
+    zero = imm(it, 0)
+    low = e.op("lt", k, imm(it, emin))
+    high = e.op("gt", k, imm(it, emax))
+    mid = e.op("not", e.op("or", low, high))
+    a = e.op("mul", y, pow2(e, e.op("select", mid, k, zero), t))
+    k_low = e.op("select", low, e.op("add", k, imm(it, SCALE_GUARD)), zero)
+    b = e.op("mul", e.op("mul", y, pow2(e, k_low, t)), pow2(e, imm(it, -SCALE_GUARD), t))
+    k_high = e.op("select", high, e.op("sub", k, imm(it, 1)), zero)
+    c = e.op("mul", e.op("mul", y, fconst(t, 2.0)), pow2(e, k_high, t))
+    return e.op("select", low, b, e.op("select", high, c, a))
+
+
+# --- §6.2-§6.5 ------------------------------------------------------------------------------
+
+
+def _horner(e: Emitter, x: Operand, coeffs, t: str) -> Var | Imm:
+    """coeffs[0] + x*(coeffs[1] + x*(…)): a multiply then an add per step."""
+    u: Operand = fbits(t, coeffs[-1])
+    for b in reversed(coeffs[:-1]):
+        u = e.op("add", fbits(t, b), e.op("mul", x, u))
+    return u
+
+
+def _horner_high_first(e: Emitter, x: Operand, coeffs, t: str) -> Operand:
+    u: Operand = fbits(t, coeffs[0])
+    for b in coeffs[1:]:
+        u = e.op("add", e.op("mul", u, x), fbits(t, b))
+    return u
+
+
+def exp(e: Emitter, x: Operand, t: str) -> Var:
+    c = mathfns.CONSTS[t]
+    it = _FMT[t][0]
+    over = e.op("gt", x, fbits(t, c.exp_over))
+    under = e.op("lt", x, fbits(t, c.exp_under))
+    isnan = e.op("ne", x, x)
+    special = e.op("or", e.op("or", over, under), isnan)
+    xs = e.op("select", special, fconst(t, 0.0), x)
+    kf = e.op("roundeven", e.op("mul", xs, fbits(t, c.inv_ln2)))
+    hi = e.op("sub", xs, e.op("mul", kf, fbits(t, c.ln2_hi)))
+    lo = e.op("mul", kf, fbits(t, c.ln2_lo))
+    r = e.op("sub", hi, lo)
+    tt = e.op("mul", r, r)
+    cc = e.op("sub", r, e.op("mul", tt, _horner(e, tt, c.exp_p, t)))
+    q = e.op("div", e.op("mul", r, cc), e.op("sub", fconst(t, 2.0), cc))
+    y = e.op("sub", fconst(t, 1.0), e.op("sub", e.op("sub", lo, q), hi))
+    out = scaleb(e, y, e.op("convert", kf, to=it), t)
+    out = e.op("select", over, inf(t), out)
+    out = e.op("select", under, fconst(t, 0.0), out)
+    return e.op("select", isnan, nan(t), out)
+
+
+def log(e: Emitter, x: Operand, t: str) -> Var:
+    c = mathfns.CONSTS[t]
+    _, ut, mant, bias, _ = _FMT[t]
+    isnan = e.op("or", e.op("ne", x, x), e.op("lt", x, fconst(t, 0.0)))
+    zero = e.op("eq", x, fconst(t, 0.0))
+    isinf = e.op("eq", x, inf(t))
+    special = e.op("or", e.op("or", isnan, zero), isinf)
+    xs = e.op("select", special, fconst(t, 1.0), x)
+    sub = e.op("lt", xs, fbits(t, 1 << mant))
+    xs = e.op("select", sub, e.op("mul", xs, fbits(t, (c.sub_scale + bias) << mant)), xs)
+    ix = e.op("bitcast", xs, to=ut)
+    ex = e.op("convert", e.op("shr", ix, imm(ut, mant)), to="i64")
+    ex = e.op(
+        "sub",
+        e.op("sub", ex, imm("i64", bias)),
+        e.op("select", sub, imm("i64", c.sub_scale), imm("i64", 0)),
+    )
+    mbits = e.op("or", e.op("and", ix, imm(ut, (1 << mant) - 1)), imm(ut, bias << mant))
+    m = e.op("bitcast", mbits, to=t)
+    big = e.op("ge", m, fbits(t, c.sqrt2))
+    m = e.op("select", big, e.op("mul", m, fconst(t, 0.5)), m)
+    ex = e.op("add", ex, e.op("convert", big, to="i64"))
+    fx = e.op("sub", m, fconst(t, 1.0))
+    s = e.op("div", fx, e.op("add", fconst(t, 2.0), fx))
+    dk = e.op("convert", ex, to=t)
+    z = e.op("mul", s, s)
+    w = e.op("mul", z, z)
+    t1 = e.op("mul", w, _horner(e, w, c.log_lg_even, t))
+    t2 = e.op("mul", z, _horner(e, w, c.log_lg_odd, t))
+    rr = e.op("add", t2, t1)
+    hfsq = e.op("mul", e.op("mul", fconst(t, 0.5), fx), fx)
+    inner = e.op("add", e.op("mul", s, e.op("add", hfsq, rr)), e.op("mul", dk, fbits(t, c.ln2_lo)))
+    out = e.op(
+        "sub", e.op("mul", dk, fbits(t, c.ln2_hi)), e.op("sub", e.op("sub", hfsq, inner), fx)
+    )
+    out = e.op("select", zero, inf(t, negative=True), out)
+    out = e.op("select", isinf, inf(t), out)
+    return e.op("select", isnan, nan(t), out)
+
+
+def tanh(e: Emitter, x: Operand, t: str) -> Var:
+    c = mathfns.CONSTS[t]
+    one, two = fconst(t, 1.0), fconst(t, 2.0)
+    a = e.op("abs", x)
+    s = e.op("mul", x, x)
+    if t == "f32":
+        p = _horner_high_first(e, s, c.tanh_p, t)
+        small = e.op("add", e.op("mul", e.op("mul", p, s), x), x)
+    else:
+        num = _horner_high_first(e, s, c.tanh_p, t)
+        den = _horner_high_first(e, s, (fconst(t, 1.0).bits, *c.tanh_q), t)
+        small = e.op("add", x, e.op("mul", e.op("mul", x, s), e.op("div", num, den)))
+    below_one = e.op("lt", a, fbits(t, c.tanh_one))
+    ex = exp(e, e.op("select", below_one, e.op("add", a, a), fconst(t, 0.0)), t)
+    large = e.op("sub", one, e.op("div", two, e.op("add", ex, one)))
+    negative = e.op("lt", x, fconst(t, 0.0))
+    large = e.op("select", negative, e.op("neg", large), large)
+    out = e.op("select", e.op("lt", a, fbits(t, c.tanh_small)), small, large)
+    signed_one = e.op("select", negative, fconst(t, -1.0), one)
+    out = e.op("select", e.op("ge", a, fbits(t, c.tanh_one)), signed_one, out)
+    out = e.op("select", e.op("eq", x, fconst(t, 0.0)), x, out)
+    return e.op("select", e.op("ne", x, x), nan(t), out)
+
+
+def sigmoid(e: Emitter, x: Operand, t: str) -> Var:
+    ex = exp(e, e.op("neg", e.op("abs", x)), t)
+    d = e.op("add", fconst(t, 1.0), ex)
+    num = e.op("select", e.op("ge", x, fconst(t, 0.0)), fconst(t, 1.0), ex)
+    return e.op("div", num, d)
+
+
+UNARY = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid}
+
+
+# --- §7 reductions --------------------------------------------------------------------------
+
+
+def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    """The canonical sum (§7.1) of the n elements get(0), …, get(n-1) of float type t."""
+    zero = fconst(t, 0.0)
+    total = e.var(t, "sum")
+    e.assign(total, zero)
+    # the tile tree as a binary counter: a stack of (block size, block total), merged while
+    # the two on top have equal sizes, then folded from the top (= the left-complete tree)
+    depth = 64
+    vals = e.buf(t, imm("i64", depth), name="tree")
+    sizes = e.buf("i64", imm("i64", depth), name="sizes")
+    from kera_core.loops.ir import Alloc, Free
+
+    e.emit(Alloc(vals))
+    e.emit(Alloc(sizes))
+    sp = e.var("i64", "sp")
+    e.assign(sp, imm("i64", 0))
+    tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
+    with e.loop(imm("i64", 0), tiles, name="tile") as ti:
+        base = e.op("mul", ti, imm("i64", TILE))
+        end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
+        lanes = [e.var(t, f"lane{j}") for j in range(LANES)]
+        for lane in lanes:
+            e.assign(lane, zero)
+        full = e.op("div", e.op("sub", end, base), imm("i64", LANES))
+        with e.loop(imm("i64", 0), full, mark="lanes", name="g") as g:
+            at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
+            for j, lane in enumerate(lanes):
+                e.op("add", lane, get(e.op("add", at, imm("i64", j))), into=lane)
+        tail = e.op("add", base, e.op("mul", full, imm("i64", LANES)))
+        for j, lane in enumerate(lanes):
+            idx = e.op("add", tail, imm("i64", j))
+            with e.block() as then:
+                e.op("add", lane, get(idx), into=lane)
+            e.emit(If(e.op("lt", idx, end), then, []))
+        width = LANES
+        acc = list(lanes)
+        while width > 1:
+            width //= 2
+            acc = [e.op("add", acc[j], acc[j + width]) for j in range(width)]
+        e.store(vals, sp, acc[0])
+        e.store(sizes, sp, imm("i64", 1))
+        e.op("add", sp, imm("i64", 1), into=sp)
+        # merge equal blocks on top
+        with e.block() as cond:
+            two = e.op("ge", sp, imm("i64", 2))
+            a_at = e.op("sub", sp, imm("i64", 2))
+            b_at = e.op("sub", sp, imm("i64", 1))
+            # sizes are read only when two blocks exist (index 0 otherwise: harmless)
+            sa = e.load(sizes, e.op("select", two, a_at, imm("i64", 0)))
+            sb = e.load(sizes, e.op("select", two, b_at, imm("i64", 0)))
+            test = e.op("and", two, e.op("eq", sa, sb))
+        with e.block() as body:
+            a_at2 = e.op("sub", sp, imm("i64", 2))
+            b_at2 = e.op("sub", sp, imm("i64", 1))
+            merged = e.op("add", e.load(vals, a_at2), e.load(vals, b_at2))
+            e.store(vals, a_at2, merged)
+            e.store(sizes, a_at2, e.op("add", e.load(sizes, a_at2), e.load(sizes, b_at2)))
+            e.op("sub", sp, imm("i64", 1), into=sp)
+        e.emit(While(cond, test, body))
+    # fold the blocks from the top: S = B[k-1]; S = B[j] + S for j = k-2 … 0
+    with e.block() as then:
+        top = e.op("sub", sp, imm("i64", 1))
+        e.assign(total, e.load(vals, top))
+        with e.loop(imm("i64", 1), sp, name="fold") as j:
+            at = e.op("sub", top, j)
+            e.op("add", e.load(vals, at), total, into=total)
+    e.emit(If(e.op("gt", sp, imm("i64", 0)), then, []))
+    e.emit(Free(vals))
+    e.emit(Free(sizes))
+    return total
+
+
+def int_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    total = e.var(t, "sum")
+    e.assign(total, imm(t, 0))
+    with e.loop(imm("i64", 0), n, name="k") as k:
+        e.op("add", total, get(k), into=total)
+    return total
+
+
+def total(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    if t in _FMT:
+        return canonical_sum(e, n, get, t)
+    return int_sum(e, n, get, t)
+
+
+def nonempty(e: Emitter, n: Operand, what: str, node: bytes | None) -> None:
+    e.emit(Check(e.op("gt", n, imm("i64", 0)), "R0004", f"`{what}` of an empty tensor", node))
+
+
+def mean(e: Emitter, n: Operand, get: Get, t: str, node: bytes | None) -> Var:
+    if t in _FMT:
+        s = canonical_sum(e, n, get, t)
+        return e.op("div", s, e.op("convert", n, to=t))
+    nonempty(e, n, "mean", node)
+    s = int_sum(e, n, get, t)
+    return e.op("div", s, e.op("convert", n, to=t))
+
+
+def fold_extreme(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
+    """max (which="maximum") or min of n >= 1 elements: NaN-propagating, -0 < +0."""
+    acc = e.var(t, which[:3])
+    e.assign(acc, get(imm("i64", 0)))
+    with e.loop(imm("i64", 1), n, name="k") as k:
+        e.op(which, acc, get(k), into=acc)
+    return acc
+
+
+def _order_key(e: Emitter, x: Operand, t: str) -> Var:
+    """The unsigned key of §7.5's total order (-inf < … < -0 < +0 < … < +inf < NaN)."""
+    _, ut, _, _, _ = _FMT[t]
+    sign = imm(ut, 1 << (64 if t == "f64" else 32) - 1)
+    b = e.op("bitcast", x, to=ut)
+    neg = e.op("ne", e.op("and", b, sign), imm(ut, 0))
+    key = e.op("select", neg, e.op("not", b), e.op("or", b, sign))
+    return e.op("select", e.op("ne", x, x), imm(ut, -1), key)
+
+
+def argmax(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    best = e.var("i64", "arg")
+    e.assign(best, imm("i64", 0))
+    first = get(imm("i64", 0))
+    key_of = (lambda v: _order_key(e, v, t)) if t in _FMT else (lambda v: v)
+    kt = _FMT[t][1] if t in _FMT else t
+    best_key = e.var(kt, "key")
+    e.assign(best_key, key_of(first))
+    with e.loop(imm("i64", 1), n, name="k") as k:
+        kx = key_of(get(k))
+        better = e.op("gt", kx, best_key)
+        e.op("select", better, k, best, into=best)
+        e.op("select", better, kx, best_key, into=best_key)
+    return best

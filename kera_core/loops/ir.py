@@ -1,0 +1,324 @@
+"""The loop program: the target-neutral form between the graph and every backend.
+
+A :class:`Program` is a set of :class:`LFunction`\\ s. A function's body is a list of
+statements over
+
+* **scalars** — :class:`Var`, a mutable local of one scalar type (a virtual register), and
+  :class:`Imm`, a constant given by its bits;
+* **buffers** — :class:`Buf`, a flat array of one element type with a size (an ``i64``
+  operand) and a memory space; tensors are row-major buffers, structs are flattened into
+  their fields by the lowering, so neither exists here.
+
+Every :class:`Op` is one primitive of :mod:`kera_core.loops.prims` — one correctly rounded
+IEEE operation or one exactly specified integer/bit operation — on scalars or on fixed-width
+vectors (``Var.lanes > 1``). Control is structured: :class:`Loop` (a counted range with a
+``mark``: ``seq``, ``lanes`` or ``parallel``), :class:`While`, :class:`If`; :class:`Check`
+is a checked-error exit; :class:`Alloc` / :class:`Free` bracket a temporary buffer's life.
+docs/lowering.md is the reference for a backend author.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCALARS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
+FLOATS = ("f32", "f64")
+BITS = {
+    "bool": 8,
+    "i8": 8,
+    "i16": 16,
+    "i32": 32,
+    "i64": 64,
+    "u8": 8,
+    "u16": 16,
+    "u32": 32,
+    "u64": 64,
+    "f32": 32,
+    "f64": 64,
+}
+
+
+def is_float(t: str) -> bool:
+    return t in FLOATS
+
+
+def is_signed(t: str) -> bool:
+    return t.startswith("i")
+
+
+def is_int(t: str) -> bool:
+    return t[0] in "iu"
+
+
+@dataclass(eq=False, slots=True)
+class Var:
+    """A mutable scalar (or fixed-width vector) local: a virtual register."""
+
+    id: int
+    type: str
+    name: str = ""
+    lanes: int = 1
+
+    def __repr__(self) -> str:
+        return f"%{self.name}.{self.id}" if self.name else f"%v{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Imm:
+    """A constant: ``bits`` is the value's bit pattern (two's complement for integers)."""
+
+    type: str
+    bits: int
+
+    def __repr__(self) -> str:
+        return imm_text(self)
+
+
+Operand = Var | Imm
+
+
+@dataclass(eq=False, slots=True)
+class Buf:
+    """A flat buffer of ``size`` elements of ``elem`` in memory space ``space``.
+
+    ``role``: ``param`` (the caller's memory; ``mutable`` if the function may write it),
+    ``result`` (allocated here and handed to the caller), ``temp`` (allocated and freed here).
+    """
+
+    id: int
+    elem: str
+    size: Operand
+    space: str = "host"
+    role: str = "temp"
+    mutable: bool = False
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return f"@{self.name}.{self.id}" if self.name else f"@b{self.id}"
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class Op:
+    dst: Var
+    op: str
+    args: tuple[Operand, ...]
+
+
+@dataclass(eq=False, slots=True)
+class Load:
+    dst: Var
+    buf: Buf
+    index: Operand
+
+
+@dataclass(eq=False, slots=True)
+class Store:
+    buf: Buf
+    index: Operand
+    value: Operand
+
+
+@dataclass(eq=False, slots=True)
+class Loop:
+    """``for var in lo..hi`` (``hi`` excluded), step 1. ``counted``: each iteration spends one
+    step of the run's budget (a source-level loop); element loops the lowering made do not.
+    ``mark``: ``seq`` (in order), ``lanes`` (iterations independent: may run as vector lanes),
+    ``parallel`` (independent: may run on threads)."""
+
+    var: Var
+    lo: Operand
+    hi: Operand
+    body: list
+    mark: str = "seq"
+    counted: bool = False
+    node: bytes | None = None
+
+
+@dataclass(eq=False, slots=True)
+class While:
+    """Run ``cond`` then, while ``test`` is true, ``body`` (then ``cond`` again). Counted."""
+
+    cond: list
+    test: Operand
+    body: list
+    node: bytes | None = None
+
+
+@dataclass(eq=False, slots=True)
+class If:
+    cond: Operand
+    then: list
+    orelse: list
+
+
+@dataclass(eq=False, slots=True)
+class Check:
+    """Stop the run with checked error ``code`` unless ``ok`` is true."""
+
+    ok: Operand
+    code: str
+    message: str
+    node: bytes | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Alloc:
+    buf: Buf
+
+
+@dataclass(eq=False, slots=True)
+class Free:
+    buf: Buf
+
+
+@dataclass(eq=False, slots=True)
+class Copy:
+    """``dst[dst_at + k] = src[src_at + k]`` for ``k < count`` (buffers of one element type)."""
+
+    dst: Buf
+    dst_at: Operand
+    src: Buf
+    src_at: Operand
+    count: Operand
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """Call ``fn`` with scalars and buffers; scalar results land in ``results`` (Vars), result
+    buffers are the callee's allocations, bound to the ``results`` Bufs."""
+
+    fn: str
+    args: tuple
+    results: tuple
+
+
+@dataclass(eq=False, slots=True)
+class Print:
+    """Write ``text``, or the value: a scalar, or a buffer of ``shape`` (row-major)."""
+
+    text: str | None
+    value: Operand | Buf | None = None
+    shape: tuple[Operand, ...] = ()
+    fmt_type: object = None  # the Kera type of the value, for formatting
+    offset: Operand | None = None  # where a buffer's elements start
+
+
+Stmt = Op | Load | Store | Loop | While | If | Check | Alloc | Free | Copy | Call | Print
+
+
+@dataclass(eq=False)
+class LFunction:
+    """A function: scalar and buffer parameters (dimension sizes first, as ``i64`` Vars), its
+    body, and what it returns (Vars and Bufs, in the graph function's output order)."""
+
+    name: str
+    dims: list[Var]
+    params: list  # per graph parameter: a flat list of Var | Buf (structs are flattened)
+    body: list
+    results: list  # per output: a flat list of Var | Buf
+    result_shapes: list  # per output: per flat Buf, its shape (operands); Vars: ()
+    exported: bool = False
+
+
+@dataclass(eq=False)
+class Program:
+    functions: dict[str, LFunction] = field(default_factory=dict)
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def imm_text(c: Imm) -> str:
+    if c.type in FLOATS:
+        import numpy as np
+
+        dt, ut = (np.float32, np.uint32) if c.type == "f32" else (np.float64, np.uint64)
+        v = np.array(c.bits, dtype=ut).view(dt)[()]
+        return f"{c.type}:{float(v)!r}"
+    if c.type == "bool":
+        return "true" if c.bits else "false"
+    v = c.bits
+    if is_signed(c.type) and v >> (BITS[c.type] - 1):
+        v -= 1 << BITS[c.type]
+    return f"{c.type}:{v}"
+
+
+def _opnd(x) -> str:
+    return repr(x)
+
+
+def format_program(p: Program) -> str:
+    return "\n".join(format_function(f) for f in p.functions.values())
+
+
+def format_function(f: LFunction) -> str:
+    params = [f"{d!r}: i64" for d in f.dims]
+    for group in f.params:
+        for x in group:
+            params.append(_decl(x))
+    res = ", ".join(_decl(x) for group in f.results for x in group)
+    lines = [f"fn {f.name}({', '.join(params)}) -> ({res}) {{"]
+    _block(f.body, 1, lines)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _decl(x) -> str:
+    if isinstance(x, Buf):
+        mut = " mut" if x.mutable else ""
+        return f"{x!r}: {x.elem}[{_opnd(x.size)}]{mut} @{x.space}"
+    return f"{x!r}: {x.type}" + (f"x{x.lanes}" if x.lanes > 1 else "")
+
+
+def _block(stmts: list, depth: int, out: list[str]) -> None:
+    pad = "    " * depth
+    for s in stmts:
+        t = type(s)
+        if t is Op:
+            args = ", ".join(_opnd(a) for a in s.args)
+            out.append(f"{pad}{s.dst!r}: {s.dst.type} = {s.op} {args}")
+        elif t is Load:
+            out.append(f"{pad}{s.dst!r}: {s.dst.type} = load {s.buf!r}[{_opnd(s.index)}]")
+        elif t is Store:
+            out.append(f"{pad}store {s.buf!r}[{_opnd(s.index)}] = {_opnd(s.value)}")
+        elif t is Loop:
+            extra = (" counted" if s.counted else "") + (f" {s.mark}" if s.mark != "seq" else "")
+            out.append(f"{pad}for {s.var!r} in {_opnd(s.lo)}..{_opnd(s.hi)}{extra} {{")
+            _block(s.body, depth + 1, out)
+            out.append(f"{pad}}}")
+        elif t is While:
+            out.append(f"{pad}while {{")
+            _block(s.cond, depth + 1, out)
+            out.append(f"{pad}}} {_opnd(s.test)} {{")
+            _block(s.body, depth + 1, out)
+            out.append(f"{pad}}}")
+        elif t is If:
+            out.append(f"{pad}if {_opnd(s.cond)} {{")
+            _block(s.then, depth + 1, out)
+            if s.orelse:
+                out.append(f"{pad}}} else {{")
+                _block(s.orelse, depth + 1, out)
+            out.append(f"{pad}}}")
+        elif t is Check:
+            out.append(f"{pad}check {_opnd(s.ok)} else {s.code}")
+        elif t is Alloc:
+            out.append(f"{pad}alloc {_decl(s.buf)}")
+        elif t is Free:
+            out.append(f"{pad}free {s.buf!r}")
+        elif t is Copy:
+            out.append(
+                f"{pad}copy {s.dst!r}[{_opnd(s.dst_at)}..] = {s.src!r}[{_opnd(s.src_at)}..] "
+                f"x {_opnd(s.count)}"
+            )
+        elif t is Call:
+            res = ", ".join(repr(r) for r in s.results)
+            args = ", ".join(repr(a) for a in s.args)
+            out.append(f"{pad}({res}) = call {s.fn}({args})")
+        elif t is Print:
+            what = repr(s.text) if s.text is not None else _opnd(s.value)
+            out.append(f"{pad}print {what}")
+        else:  # pragma: no cover - a lowering bug
+            raise TypeError(f"not a statement: {s!r}")

@@ -1,0 +1,1215 @@
+"""Graph → loop program: every operation, control flow and memory decision, made once.
+
+One :class:`_FnLowering` per graph function walks each region in ``Graph.region_nodes``
+order (the reference order, so checked errors and prints come out as the interpreter's) and
+appends statements. A graph value becomes
+
+* a scalar operand (:class:`Var` / :class:`Imm`);
+* a :class:`TVal` — a buffer, the tensor's shape as operands and an element offset (a view
+  made by indexing fewer axes than the rank shares its tensor's buffer);
+* a tuple for a struct (fields flattened, so structs cost nothing), a :class:`RangeV`, or
+  ``None`` for an effect token.
+
+**Memory** is planned here from ownership facts alone (never from a target's name):
+
+* a buffer is *owned* by a value when no one else can read it (a result of an operation in
+  this activation, a loop's carried buffer, a ``&mut`` parameter, one handed over by a
+  dying operand); ``update`` writes in place when its tensor is owned, dies at the update
+  and no other live value shares the buffer — otherwise it copies;
+* each region activation frees the temporaries it allocated at their last use;
+* a loop's carried tensors live in one buffer per carried value for the whole loop (the
+  initial value's buffer is taken over when it dies there); an iteration's new value is
+  written back into it, so T iterations over N elements need O(N) memory;
+* ``if`` hands a dying owned operand to its branches and makes that buffer the result, so an
+  update under ``if`` stays in place;
+* ``&mut`` parameters end in the caller's buffer (in place from the caller's view); other
+  tensor results are buffers the callee allocated and the caller owns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kera_core.ir.graph import Graph
+from kera_core.ir.node import Function, Node, Region, Value
+from kera_core.ir.types import Prim, RangeType, Ref, Struct, Sym, Tensor, TokenType, Type, Unit
+from kera_core.loops import composite as C
+from kera_core.loops.emit import Emitter, imm
+from kera_core.loops.ir import (
+    Alloc,
+    Buf,
+    Call,
+    Check,
+    Copy,
+    Free,
+    If,
+    Imm,
+    LFunction,
+    Loop,
+    Operand,
+    Print,
+    Program,
+    Var,
+    While,
+)
+
+
+class NotLowered(Exception):
+    """The graph uses something the loop program cannot express (a lowering gap)."""
+
+
+@dataclass(eq=False)
+class TVal:
+    buf: Buf
+    shape: tuple  # operands (i64)
+    offset: Operand
+    elem: str
+    owned: bool = False  # may an update that consumes this value write its buffer?
+
+    @property
+    def whole(self) -> bool:
+        return isinstance(self.offset, Imm) and self.offset.bits == 0
+
+
+@dataclass(frozen=True)
+class RangeV:
+    lo: Operand
+    hi: Operand
+    inclusive: bool
+    elem: str
+
+
+ELEMENTWISE_BINARY = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "div": "div",
+    "rem": "rem",
+    "and": "and",
+    "or": "or",
+    "xor": "xor",
+    "land": "and",
+    "lor": "or",
+    "shl": "shl",
+    "shr": "shr",
+    "eq": "eq",
+    "ne": "ne",
+    "lt": "lt",
+    "le": "le",
+    "gt": "gt",
+    "ge": "ge",
+    "minimum": "minimum",
+    "maximum": "maximum",
+}
+ELEMENTWISE_UNARY = ("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast")
+
+
+def lower_program(graph: Graph, fn: str | None = None) -> Program:
+    """The loop program of the whole graph, or of ``fn`` and what it calls."""
+    prog = Program()
+    low = _Lowerer(graph, prog)
+    names = [fn] if fn is not None else sorted(graph.functions)
+    for name in names:
+        low.function(graph.functions[name])
+    return prog
+
+
+class _Lowerer:
+    def __init__(self, graph: Graph, prog: Program) -> None:
+        self.graph = graph
+        self.prog = prog
+        self.counter = [0]
+        self.by_hash = {f.hash: f for f in graph.functions.values()}
+        self.busy: set[str] = set()
+
+    def function(self, fn: Function) -> LFunction:
+        done = self.prog.functions.get(fn.name)
+        if done is not None:
+            return done
+        if fn.name in self.busy:
+            raise NotLowered(f"`{fn.name}` is recursive")
+        self.busy.add(fn.name)
+        lf = _FnLowering(self, fn).run()
+        self.prog.functions[fn.name] = lf
+        self.busy.discard(fn.name)
+        return lf
+
+
+@dataclass
+class _Frame:
+    """One region activation being lowered: values, remaining uses, buffer sharing."""
+
+    vals: dict = field(default_factory=dict)  # (node, index) -> value
+    uses: dict = field(default_factory=dict)  # (node, index) -> uses left
+    refs: dict = field(default_factory=dict)  # buf id -> live values holding it
+    freeable: set = field(default_factory=set)  # buf ids this frame frees at their last use
+    bufs: dict = field(default_factory=dict)  # buf id -> Buf
+
+
+def leaves(v) -> list:
+    if isinstance(v, tuple):
+        out = []
+        for x in v:
+            out += leaves(x)
+        return out
+    return [v]
+
+
+def rebuild(template, flat: list):
+    it = iter(flat)
+
+    def go(t):
+        if isinstance(t, tuple):
+            return tuple(go(x) for x in t)
+        return next(it)
+
+    return go(template)
+
+
+class _FnLowering:
+    def __init__(self, owner: _Lowerer, fn: Function) -> None:
+        self.owner = owner
+        self.graph = owner.graph
+        self.fn = fn
+        self.e = Emitter(owner.counter)
+        self.dims = [self.e.var("i64", f"d{i}") for i in range(fn.type.n_dims)]
+        self.frames: list[_Frame] = []
+
+    # --- types --------------------------------------------------------------------------
+    def dim(self, d) -> Operand:
+        if isinstance(d, Sym):
+            return self.dims[d.index]
+        return imm("i64", int(d))
+
+    def shape_of(self, t: Tensor) -> tuple:
+        return tuple(self.dim(d) for d in t.shape)
+
+    def param_value(self, t: Type, name: str):
+        """The value of a parameter of type t: fresh Vars and param Bufs."""
+        mutable = isinstance(t, Ref) and t.mutable
+        t0 = t.inner if isinstance(t, Ref) else t
+        if isinstance(t0, Prim):
+            return self.e.var(t0.name, name)
+        if isinstance(t0, Tensor):
+            shape = self.shape_of(t0)
+            b = self.e.buf(t0.elem.name, self.e_product_static(shape), t0.space, "param", name)
+            b.mutable = mutable
+            return TVal(b, shape, imm("i64", 0), t0.elem.name, owned=mutable)
+        if isinstance(t0, Struct):
+            return tuple(self.param_value(ft, f"{name}.{fn}") for fn, ft in t0.fields)
+        if isinstance(t0, TokenType):
+            return None
+        raise NotLowered(f"a parameter of type {t0}")
+
+    def e_product_static(self, shape) -> Operand:
+        """A buffer size known at the function's entry: constants and dimension Vars only."""
+        if all(isinstance(s, Imm) for s in shape):
+            n = 1
+            for s in shape:
+                n *= s.bits
+            return imm("i64", n)
+        if len(shape) == 1:
+            return shape[0]
+        n = self.e.var("i64", "size")
+        self.prologue.append((n, shape))
+        return n
+
+    # --- the function ----------------------------------------------------------------------
+    def run(self) -> LFunction:
+        fn = self.fn
+        region = self.graph.regions[fn.region]
+        self.prologue: list = []
+        effects = bool(fn.type.effects)
+        params = [self.param_value(t, f"p{i}") for i, t in enumerate(fn.type.params)]
+        args = ([None] if effects else []) + params
+        frame = _Frame()
+        for v in args:
+            for leaf in leaves(v):
+                if isinstance(leaf, TVal):
+                    frame.bufs[leaf.buf.id] = leaf.buf
+        ys = self.region(region, args, frame)
+        if effects:
+            ys = ys[1:]
+        self.frames.append(frame)  # the results are planned in the body's frame
+        results = []
+        shapes = []
+        for (kind, i), y in zip(fn.outputs, ys, strict=True):
+            if kind == "param":
+                target = params[i]
+                self.write_back(y, target, frame)
+                out = target
+            else:
+                out = self.as_result(y, frame)
+            flat = leaves(out)
+            results.append([x.buf if isinstance(x, TVal) else x for x in flat])
+            shapes.append([x.shape if isinstance(x, TVal) else () for x in flat])
+        self.free_rest(frame, keep={x.id for g in results for x in g if isinstance(x, Buf)})
+        self.frames.pop()
+        body = self.e.stmts
+        pro = []
+        for n, shape in self.prologue:
+            acc: Operand = imm("i64", 1)
+            with self.e.block() as blk:
+                acc = self.e.product(shape)
+                self.e.assign(n, acc)
+            pro += blk
+        flat_params = [[x.buf if isinstance(x, TVal) else x for x in leaves(p)] for p in params]
+        return LFunction(fn.name, self.dims, flat_params, pro + body, results, shapes, fn.exported)
+
+    def as_result(self, y, frame: _Frame):
+        """A result value the caller will own: the function's own whole temporaries as they
+        are, anything else (a parameter, a view, a shared buffer) copied out."""
+        out = []
+        for leaf in leaves(y):
+            if isinstance(leaf, TVal):
+                b = leaf.buf
+                if leaf.whole and b.id in frame.freeable and frame.refs.get(b.id, 0) <= 1:
+                    frame.freeable.discard(b.id)
+                    b.role = "result"
+                    out.append(leaf)
+                else:
+                    out.append(self.copy_new(leaf, role="result"))
+            elif isinstance(leaf, Imm):
+                v = self.e.var(leaf.type)
+                self.e.assign(v, leaf)
+                out.append(v)
+            else:
+                out.append(leaf)
+        return rebuild(y, out)
+
+    def write_back(self, y, target, frame: _Frame) -> None:
+        """The final value of a `&mut` parameter ends in the parameter's own storage."""
+        ys, ts = leaves(y), leaves(target)
+        pending = []
+        for yl, tl in zip(ys, ts, strict=True):
+            if isinstance(tl, TVal):
+                if yl.buf is tl.buf and yl.whole:
+                    continue
+                pending.append((yl, tl))
+            elif isinstance(tl, Var):
+                if yl is not tl:
+                    pending.append((yl, tl))
+        self.parallel_assign(pending)
+
+    def parallel_assign(self, pending: list) -> None:
+        """Assign each (source, target) pair as if all at once (a swap works)."""
+        targets = {id(t.buf) for _, t in pending if isinstance(t, TVal)}
+        tvars = {id(t) for _, t in pending if isinstance(t, Var)}
+        staged = []
+        temps = []
+        for src, tgt in pending:
+            if isinstance(src, TVal) and id(src.buf) in targets:
+                tmp = self.copy_new(src)
+                temps.append(tmp.buf)
+                src = tmp
+            elif isinstance(src, Var) and id(src) in tvars:
+                v = self.e.var(src.type)
+                self.e.assign(v, src)
+                src = v
+            staged.append((src, tgt))
+        for src, tgt in staged:
+            if isinstance(tgt, TVal):
+                n = self.size(tgt.shape)
+                self.e.emit(Copy(tgt.buf, tgt.offset, src.buf, src.offset, n))
+            else:
+                self.e.assign(tgt, src)
+        for b in temps:
+            self.e.emit(Free(b))
+
+    def free_rest(self, frame: _Frame, keep: set) -> None:
+        for bid in sorted(frame.freeable):
+            if bid not in keep:
+                self.e.emit(Free(frame.bufs[bid]))
+        frame.freeable.clear()
+
+    # --- buffers ------------------------------------------------------------------------------
+    def size(self, shape) -> Operand:
+        return self.e.product(shape)
+
+    def alloc(self, elem: str, shape, space: str = "host", role: str = "temp") -> TVal:
+        b = self.e.buf(elem, self.size(shape), space, role)
+        self.e.emit(Alloc(b))
+        f = self.frames[-1]
+        f.bufs[b.id] = b
+        if role == "temp":
+            f.freeable.add(b.id)
+        return TVal(b, tuple(shape), imm("i64", 0), elem, owned=True)
+
+    def copy_new(self, t: TVal, role: str = "temp") -> TVal:
+        out = self.alloc(t.elem, t.shape, t.buf.space, role)
+        self.e.emit(Copy(out.buf, imm("i64", 0), t.buf, t.offset, self.size(t.shape)))
+        return out
+
+    # --- regions --------------------------------------------------------------------------------
+    def region(self, region: Region, args: list, frame: _Frame) -> list:
+        """Lower one activation of `region` with `args` into the current block; returns the
+        yielded values. The frame's buffers are freed at their last use here."""
+        self.frames.append(frame)
+        try:
+            nodes = reads_before_updates(self.graph.region_nodes(region))
+            for n in nodes:
+                for v in n.inputs:
+                    k = (v.node, v.index)
+                    frame.uses[k] = frame.uses.get(k, 0) + 1
+            for v in region.yields:
+                k = (v.node, v.index)
+                frame.uses[k] = frame.uses.get(k, 0) + 1
+            for n in nodes:
+                if n.op == "param":
+                    self.bind(frame, (n.hash, 0), args[n.attr("index")])
+                    continue
+                ins = [frame.vals[(v.node, v.index)] for v in n.inputs]
+                dying = [self.dies_here(frame, v) for v in n.inputs]
+                outs = self.node(n, ins, dying)
+                # outputs first: one that took over an input's buffer keeps it alive
+                for i, o in enumerate(outs):
+                    self.bind(frame, (n.hash, i), o)
+                for v in n.inputs:
+                    self.use(frame, (v.node, v.index))
+            ys = [frame.vals[(v.node, v.index)] for v in region.yields]
+            for v in region.yields:  # the yields are handed out: no longer counted here
+                k = (v.node, v.index)
+                frame.uses[k] -= 1
+                if frame.uses[k] == 0:
+                    self.unref(frame, frame.vals[k], free=False)
+            return ys
+        finally:
+            self.frames.pop()
+
+    def dies_here(self, frame: _Frame, v: Value) -> bool:
+        return frame.uses.get((v.node, v.index), 0) == 1
+
+    def bind(self, frame: _Frame, key, value) -> None:
+        frame.vals[key] = value
+        if frame.uses.get(key, 0) == 0:
+            self.unref(frame, value, free=True, counted=False)
+            return
+        for leaf in leaves(value):
+            if isinstance(leaf, TVal):
+                frame.bufs.setdefault(leaf.buf.id, leaf.buf)
+                frame.refs[leaf.buf.id] = frame.refs.get(leaf.buf.id, 0) + 1
+
+    def use(self, frame: _Frame, key) -> None:
+        left = frame.uses[key] - 1
+        frame.uses[key] = left
+        if left == 0:
+            self.unref(frame, frame.vals[key], free=True)
+
+    def unref(self, frame: _Frame, value, free: bool, counted: bool = True) -> None:
+        for leaf in leaves(value):
+            if isinstance(leaf, TVal):
+                bid = leaf.buf.id
+                if counted:
+                    frame.refs[bid] -= 1
+                if frame.refs.get(bid, 0) == 0 and free and bid in frame.freeable:
+                    frame.freeable.discard(bid)
+                    self.e.emit(Free(leaf.buf))
+
+    def exclusive(self, frame: _Frame, t: TVal, dying: bool) -> bool:
+        """May the consumer of `t` (where it dies) take over its buffer?"""
+        return t.owned and t.whole and dying and frame.refs.get(t.buf.id, 0) == 1
+
+    def take(self, frame: _Frame, t: TVal) -> None:
+        """The consumer takes `t`'s buffer: this frame no longer frees it."""
+        frame.freeable.discard(t.buf.id)
+
+    # --- nodes -----------------------------------------------------------------------------------
+    def node(self, n: Node, ins: list, dying: list) -> list:
+        op = n.op
+        e = self.e
+        if op == "const":
+            t: Prim = n.attr("type")
+            bits = int(n.attr("value"))
+            width = 8 if t.name == "bool" else t.bits
+            c = Imm(t.name, bits & ((1 << width) - 1))
+            if t.is_float:
+                c = C.fbits(t.name, bits & ((1 << width) - 1))
+                if _is_nan_bits(t.name, c.bits):
+                    c = C.nan(t.name)
+            elif t.name == "bool":
+                c = Imm("bool", 1 if bits else 0)
+            return [c]
+        if op == "dim":
+            return [self.dims[n.attr("index")]]
+        if op in ELEMENTWISE_BINARY or op in ELEMENTWISE_UNARY or op in ("fma", "select"):
+            if op == "select" and not isinstance(ins[1], (Var, Imm)):
+                return [self.select_value(ins)]
+            return [self.elementwise(n, ins)]
+        if op == "range":
+            return [RangeV(ins[0], ins[1], bool(n.attr("inclusive", False)), ins[0].type)]
+        if op == "index":
+            return [self.index(n, ins)]
+        if op == "update":
+            return [self.update(n, ins, dying)]
+        if op == "full":
+            t = n.attr("type")
+            out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+            with e.loop(imm("i64", 0), self.size(out.shape), mark="lanes") as i:
+                e.store(out.buf, i, ins[0])
+            return [out]
+        if op == "array":
+            return [self.array(n, ins)]
+        if op in ("sum", "mean", "max", "min", "argmax"):
+            return [self.reduction(n, ins[0])]
+        if op == "dot":
+            return [self.dot(n, ins[0], ins[1])]
+        if op == "matmul":
+            return [self.matmul(n, ins[0], ins[1])]
+        if op == "conv1d":
+            return [self.conv1d(n, ins[0], ins[1])]
+        if op == "softmax":
+            return [self.softmax(n, ins[0])]
+        if op == "layernorm":
+            return [self.layernorm(n, ins[0], ins[1])]
+        if op == "struct":
+            return [tuple(self.share(x, d) for x, d in zip(ins, dying, strict=True))]
+        if op == "field":
+            return [self.share(ins[0][n.attr("index")], dying[0])]
+        if op == "set_field":
+            i = n.attr("index")
+            s = list(ins[0])
+            s[i] = self.share(ins[1], dying[1])
+            return [tuple(self.share(x, dying[0]) if k != i else x for k, x in enumerate(s))]
+        if op in ("move_to", "copy_to"):
+            return [None, self.share(ins[1], dying[1])]
+        if op == "print":
+            return [self.print(n, ins)]
+        if op == "if":
+            return self.if_(n, ins, dying)
+        if op == "for":
+            return self.for_(n, ins, dying)
+        if op == "while":
+            return self.while_(n, ins, dying)
+        if op == "call":
+            return self.call(n, ins, dying)
+        raise NotLowered(f"no lowering of `{op}`")
+
+    def share(self, v, dying: bool):
+        """The same value under another name (a struct field, a transfer): it keeps owning its
+        buffer only if the old name dies here."""
+        if isinstance(v, TVal) and v.owned and not dying:
+            return TVal(v.buf, v.shape, v.offset, v.elem, owned=False)
+        if isinstance(v, tuple):
+            return tuple(self.share(x, dying) for x in v)
+        return v
+
+    # --- elementwise --------------------------------------------------------------------------
+    def elementwise(self, n: Node, ins: list):
+        out_t = n.types[0]
+        tensors = [x for x in ins if isinstance(x, TVal)]
+        if not tensors:
+            return self.scalar_op(n, ins)
+        assert isinstance(out_t, Tensor)
+        shape = self.shape_of(out_t)
+        out = self.alloc(out_t.elem.name, shape, out_t.space)
+        rank = len(shape)
+        e = self.e
+        same = all(
+            len(x.shape) == rank and all(_same(a, b) for a, b in zip(x.shape, shape, strict=True))
+            for x in tensors
+        )
+        if same:
+            with e.loop(imm("i64", 0), self.size(shape), mark="lanes") as i:
+                vals = [
+                    e.load(x.buf, e.add_i(x.offset, i)) if isinstance(x, TVal) else x for x in ins
+                ]
+                e.store(out.buf, i, self.scalar_op(n, vals))
+            return out
+        # broadcasting: a loop per axis, each operand's index from its own strides
+        idx = []
+        blocks = []
+        for axis in range(rank):
+            v = e.var("i64", f"i{axis}")
+            idx.append(v)
+            blocks.append(e.stmts)
+            e.stmts = []
+        flat = imm("i64", 0)
+        for axis in range(rank):
+            flat = e.add_i(e.mul_i(flat, shape[axis]), idx[axis])
+        vals = []
+        for x in ins:
+            if not isinstance(x, TVal):
+                vals.append(x)
+                continue
+            k = len(x.shape)
+            at: Operand = x.offset
+            stride: Operand = imm("i64", 1)
+            for j in range(k - 1, -1, -1):
+                axis = rank - k + j
+                d = x.shape[j]
+                if not (isinstance(d, Imm) and d.bits == 1):
+                    at = e.add_i(at, e.mul_i(idx[axis], stride))
+                stride = e.mul_i(stride, d)
+            vals.append(e.load(x.buf, at))
+        e.store(out.buf, flat, self.scalar_op(n, vals))
+        for axis in range(rank - 1, -1, -1):
+            body = e.stmts
+            e.stmts = blocks[axis]
+            e.emit(Loop(idx[axis], imm("i64", 0), shape[axis], body, "lanes"))
+        return out
+
+    def scalar_op(self, n: Node, vals: list) -> Operand:
+        e = self.e
+        op = n.op
+        elem = _elem_name(n.types[0])
+        if op in ELEMENTWISE_BINARY:
+            a, b = vals
+            if op in ("div", "rem") and elem not in ("f32", "f64"):
+                e.emit(
+                    Check(
+                        e.op("ne", b, imm(b.type, 0)), "R0002", "integer division by zero", n.hash
+                    )
+                )
+            return e.op(ELEMENTWISE_BINARY[op], a, b)
+        if op == "cast":
+            to = n.attr("to").name
+            return e.op("convert", vals[0], to=to)
+        if op in ("exp", "log", "tanh", "sigmoid"):
+            return C.UNARY[op](e, vals[0], elem)
+        if op == "fma":
+            return e.op("fma", *vals)
+        if op == "select":
+            return e.op("select", *vals)
+        return e.op(op, vals[0])
+
+    def select_value(self, ins: list):
+        """`select` of whole tensors or structs: the chosen value, copied into one place."""
+        c, a, b = ins
+        out = []
+        e = self.e
+        for la, lb in zip(leaves(a), leaves(b), strict=True):
+            if isinstance(la, TVal):
+                r = self.alloc(la.elem, la.shape, la.buf.space)
+                n = self.size(la.shape)
+                with e.block() as then:
+                    e.emit(Copy(r.buf, imm("i64", 0), la.buf, la.offset, n))
+                with e.block() as other:
+                    e.emit(Copy(r.buf, imm("i64", 0), lb.buf, lb.offset, n))
+                e.emit(If(c, then, other))
+                out.append(r)
+            else:
+                out.append(e.op("select", c, la, lb))
+        return rebuild(a, out)
+
+    # --- indexing ------------------------------------------------------------------------------
+    def flat_index(self, n: Node, t: TVal, idx: list) -> tuple[Operand, tuple]:
+        """Checks every index (R0001, axis by axis) and returns (element offset, rest shape)."""
+        e = self.e
+        at: Operand = imm("i64", 0)
+        for axis, i in enumerate(idx):
+            i64 = i if i.type == "i64" else e.op("convert", i, to="i64")
+            d = t.shape[axis]
+            ok = e.op("and", e.op("ge", i64, imm("i64", 0)), e.op("lt", i64, d))
+            e.emit(Check(ok, "R0001", f"index out of bounds on axis {axis}", n.hash))
+            at = e.add_i(e.mul_i(at, d), i64)
+        rest = t.shape[len(idx) :]
+        for d in rest:
+            at = e.mul_i(at, d)
+        return e.add_i(t.offset, at), rest
+
+    def index(self, n: Node, ins: list):
+        t, idx = ins[0], ins[1:]
+        at, rest = self.flat_index(n, t, idx)
+        if not rest:
+            return self.e.load(t.buf, at)
+        return TVal(t.buf, rest, at, t.elem, owned=False)
+
+    def update(self, n: Node, ins: list, dying: list):
+        frame = self.frames[-1]
+        t, idx, v = ins[0], ins[1:-1], ins[-1]
+        at, rest = self.flat_index(n, t, idx)
+        if self.exclusive(frame, t, dying[0]):
+            out = TVal(t.buf, t.shape, t.offset, t.elem, owned=True)
+        else:
+            out = self.copy_new(t)
+            at = self.e.add_i(self.e.op("sub", at, t.offset) if not t.whole else at, imm("i64", 0))
+        if rest:
+            self.e.emit(Copy(out.buf, at, v.buf, v.offset, self.size(rest)))
+        else:
+            self.e.store(out.buf, at, v)
+        return out
+
+    def array(self, n: Node, ins: list):
+        t = n.types[0]
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        e = self.e
+        if isinstance(ins[0], TVal):
+            k = self.size(ins[0].shape)
+            for j, x in enumerate(ins):
+                e.emit(Copy(out.buf, e.mul_i(imm("i64", j), k), x.buf, x.offset, k))
+        else:
+            for j, x in enumerate(ins):
+                e.store(out.buf, imm("i64", j), x)
+        return out
+
+    # --- reductions and composites -------------------------------------------------------------
+    def getter(self, t: TVal):
+        return lambda i: self.e.load(t.buf, self.e.add_i(t.offset, i))
+
+    def reduction(self, n: Node, x: TVal) -> Operand:
+        e = self.e
+        count = self.size(x.shape)
+        get = self.getter(x)
+        op = n.op
+        if op == "sum":
+            return C.total(e, count, get, x.elem)
+        if op == "mean":
+            return C.mean(e, count, get, x.elem, n.hash)
+        C.nonempty(e, count, op, n.hash)
+        if op == "argmax":
+            return C.argmax(e, count, get, x.elem)
+        return C.fold_extreme(e, count, get, x.elem, "maximum" if op == "max" else "minimum")
+
+    def same_shape(self, n: Node, a: TVal, b: TVal, what: str) -> None:
+        e = self.e
+        if len(a.shape) != len(b.shape):
+            e.emit(Check(imm("bool", 0), "R0003", f"`{what}` of different ranks", n.hash))
+            return
+        for da, db in zip(a.shape, b.shape, strict=True):
+            if not _same(da, db):
+                e.emit(Check(e.op("eq", da, db), "R0003", f"`{what}` of different shapes", n.hash))
+
+    def dot(self, n: Node, a: TVal, b: TVal) -> Operand:
+        self.same_shape(n, a, b, "dot")
+        e = self.e
+        ga, gb = self.getter(a), self.getter(b)
+        return C.total(e, self.size(a.shape), lambda i: e.op("mul", ga(i), gb(i)), a.elem)
+
+    def matmul(self, n: Node, a: TVal, b: TVal) -> TVal:
+        e = self.e
+        t = n.types[0]
+        rows = a.shape[0] if len(a.shape) == 2 else imm("i64", 1)
+        k = a.shape[-1]
+        cols = b.shape[1] if len(b.shape) == 2 else imm("i64", 1)
+        if not _same(k, b.shape[0]):
+            e.emit(
+                Check(
+                    e.op("eq", k, b.shape[0]), "R0003", "`matmul` of shapes that do not fit", n.hash
+                )
+            )
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        zero = imm(a.elem, 0) if a.elem not in ("f32", "f64") else C.fconst(a.elem, 0.0)
+        with e.loop(imm("i64", 0), rows, mark="parallel", name="r") as i:
+            with e.loop(imm("i64", 0), cols, mark="lanes", name="c") as j:
+                acc = e.var(a.elem, "acc")
+                e.assign(acc, zero)
+                with e.loop(imm("i64", 0), k, name="k") as kk:
+                    x = e.load(a.buf, e.add_i(a.offset, e.add_i(e.mul_i(i, k), kk)))
+                    y = e.load(b.buf, e.add_i(b.offset, e.add_i(e.mul_i(kk, cols), j)))
+                    e.op("add", acc, e.op("mul", x, y), into=acc)
+                e.store(out.buf, e.add_i(e.mul_i(i, cols), j), acc)
+        return out
+
+    def conv1d(self, n: Node, x: TVal, k: TVal) -> TVal:
+        e = self.e
+        t = n.types[0]
+        nx, nk = x.shape[0], k.shape[0]
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        zero = C.fconst(x.elem, 0.0)
+        with e.loop(imm("i64", 0), nx, mark="lanes", name="i") as i:
+            acc = e.var(x.elem, "acc")
+            e.assign(acc, zero)
+            with e.loop(imm("i64", 0), nk, name="j") as j:
+                m = e.op("add", i, j)
+                inside = e.op("lt", m, nx)
+                safe = e.op("select", inside, m, imm("i64", 0))
+                xv = e.op("select", inside, e.load(x.buf, e.add_i(x.offset, safe)), zero)
+                kv = e.load(k.buf, e.add_i(k.offset, j))
+                e.op("add", acc, e.op("mul", xv, kv), into=acc)
+            e.store(out.buf, i, acc)
+        return out
+
+    def softmax(self, n: Node, x: TVal) -> TVal:
+        e = self.e
+        t = n.types[0]
+        count = self.size(x.shape)
+        C.nonempty(e, count, "softmax", n.hash)
+        m = C.fold_extreme(e, count, self.getter(x), x.elem, "maximum")
+        ex = self.alloc(x.elem, x.shape, x.buf.space)
+        with e.loop(imm("i64", 0), count, mark="lanes") as i:
+            d = e.op("sub", e.load(x.buf, e.add_i(x.offset, i)), m)
+            e.store(ex.buf, i, C.exp(e, d, x.elem))
+        s = C.canonical_sum(e, count, self.getter(ex), x.elem)
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        with e.loop(imm("i64", 0), count, mark="lanes") as i:
+            e.store(out.buf, i, e.op("div", e.load(ex.buf, i), s))
+        self.free_now(ex)
+        return out
+
+    def layernorm(self, n: Node, x: TVal, eps: Operand) -> TVal:
+        e = self.e
+        t = n.types[0]
+        count = self.size(x.shape)
+        get = self.getter(x)
+        mu = C.mean(e, count, get, x.elem, n.hash)
+        v = C.mean(
+            e,
+            count,
+            lambda i: _sq(e, e.op("sub", get(i), mu)),
+            x.elem,
+            n.hash,
+        )
+        den = e.op("sqrt", e.op("add", v, eps))
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        with e.loop(imm("i64", 0), count, mark="lanes") as i:
+            e.store(out.buf, i, e.op("div", e.op("sub", get(i), mu), den))
+        return out
+
+    def free_now(self, t: TVal) -> None:
+        f = self.frames[-1]
+        f.freeable.discard(t.buf.id)
+        self.e.emit(Free(t.buf))
+
+    # --- effects ------------------------------------------------------------------------------
+    def print(self, n: Node, ins: list):
+        text = n.attr("text")
+        if text is not None:
+            self.e.emit(Print(text))
+            return None
+        v = ins[1]
+        t = n.inputs[1]
+        vt = self.graph.type_of(t)
+        if isinstance(v, TVal):
+            self.e.emit(Print(None, v.buf, v.shape, vt, v.offset))
+        elif isinstance(v, tuple):
+            raise NotLowered("print of a struct")
+        else:
+            self.e.emit(Print(None, v, (), vt))
+        return None
+
+    # --- control flow ---------------------------------------------------------------------------
+    def hand_over(self, frame: _Frame, v, dying: bool):
+        """Pass `v` into a nested region: a dying, exclusively owned buffer moves in (owned
+        there); anything else is read-only there."""
+        out = []
+        for leaf in leaves(v):
+            if isinstance(leaf, TVal):
+                if self.exclusive(frame, leaf, dying):
+                    self.take(frame, leaf)
+                    out.append(TVal(leaf.buf, leaf.shape, leaf.offset, leaf.elem, owned=True))
+                else:
+                    out.append(TVal(leaf.buf, leaf.shape, leaf.offset, leaf.elem, owned=False))
+            else:
+                out.append(leaf)
+        return rebuild(v, out)
+
+    def carried_slots(self, n: Node, inits: list, dying: list):
+        """One storage place per carried leaf for the whole loop: a Var, or a loop-owned
+        buffer (the initial value's own buffer when it dies here, else a copy)."""
+        frame = self.frames[-1]
+        slots = []
+        self.loop_frees = set()  # the slots the enclosing frame frees after the loop
+        for init, d in zip(inits, dying, strict=True):
+            flat = []
+            for leaf in leaves(init):
+                if isinstance(leaf, TVal):
+                    if self.exclusive(frame, leaf, d):
+                        # the loop takes the buffer over; whoever freed it still does
+                        if leaf.buf.id in frame.freeable:
+                            frame.freeable.discard(leaf.buf.id)
+                            self.loop_frees.add(leaf.buf.id)
+                        flat.append(TVal(leaf.buf, leaf.shape, leaf.offset, leaf.elem, owned=True))
+                    else:
+                        c = self.copy_new(leaf)
+                        frame.freeable.discard(c.buf.id)
+                        self.loop_frees.add(c.buf.id)
+                        flat.append(c)
+                elif isinstance(leaf, RangeV) or leaf is None:
+                    flat.append(leaf)
+                else:
+                    v = self.e.var(leaf.type, "c")
+                    self.e.assign(v, leaf)
+                    flat.append(v)
+            slots.append(rebuild(init, flat))
+        return slots
+
+    def loop_results(self, slots: list, frees: set):
+        """After the loop, the carried buffers go back to whoever frees them."""
+        frame = self.frames[-1]
+        for s in slots:
+            for leaf in leaves(s):
+                if isinstance(leaf, TVal) and leaf.buf.id in frees:
+                    frame.bufs[leaf.buf.id] = leaf.buf
+                    frame.freeable.add(leaf.buf.id)
+        return slots
+
+    def body_frame(self, slots: list) -> _Frame:
+        f = _Frame()
+        for s in slots:
+            for leaf in leaves(s):
+                if isinstance(leaf, TVal):
+                    f.bufs[leaf.buf.id] = leaf.buf
+        return f
+
+    def end_iteration(self, body: _Frame, ys: list, slots: list) -> None:
+        pending = []
+        for y, s in zip(ys, slots, strict=True):
+            for yl, sl in zip(leaves(y), leaves(s), strict=True):
+                if isinstance(sl, TVal):
+                    if yl.buf is sl.buf and yl.whole:
+                        continue
+                    pending.append((yl, sl))
+                elif isinstance(sl, Var) and yl is not sl:
+                    pending.append((yl, sl))
+        self.parallel_assign(pending)
+        keep = {leaf.buf.id for s in slots for leaf in leaves(s) if isinstance(leaf, TVal)}
+        self.free_rest(body, keep)
+
+    def for_(self, n: Node, ins: list, dying: list) -> list:
+        e = self.e
+        frame = self.frames[-1]
+        rng: RangeV = ins[0]
+        nc = len(n.types)
+        slots = self.carried_slots(n, ins[1 : 1 + nc], dying[1 : 1 + nc])
+        frees = self.loop_frees
+        captured = [self.hand_over(frame, v, False) for v in ins[1 + nc :]]
+        lo, hi = rng.lo, rng.hi
+        t = rng.elem
+        lo64 = lo if lo.type == "i64" else e.op("convert", lo, to="i64")
+        hi64 = hi if hi.type == "i64" else e.op("convert", hi, to="i64")
+        if rng.inclusive:
+            hi64 = e.op("add", hi64, imm("i64", 1)) if not _is_signed_max(hi) else hi64
+        iv = e.var("i64", "it")
+        body_frame = self.body_frame(slots)
+        with e.block() as body:
+            i_t = iv if t == "i64" else e.op("convert", iv, to=t)
+            ys = self.region(self.graph.regions[n.regions[0]], [i_t, *slots, *captured], body_frame)
+            self.end_iteration(body_frame, ys, slots)
+        if rng.inclusive and _is_signed_max(hi):
+            raise NotLowered("an inclusive range ending at the type's maximum")
+        e.emit(Loop(iv, lo64, hi64, body, "seq", True, n.hash))
+        return self.loop_results(slots, frees)
+
+    def while_(self, n: Node, ins: list, dying: list) -> list:
+        e = self.e
+        frame = self.frames[-1]
+        nc = len(n.types)
+        slots = self.carried_slots(n, ins[:nc], dying[:nc])
+        frees = self.loop_frees
+        captured = [self.hand_over(frame, v, False) for v in ins[nc:]]
+        cond_r, body_r = (self.graph.regions[r] for r in n.regions)
+        ro = [self.hand_over(_Frame(), s, False) for s in slots]
+        with e.block() as cond:
+            cf = _Frame()
+            (c,) = self.region(cond_r, [*ro, *captured], cf)
+            test = e.var("bool", "w")
+            e.assign(test, c)
+            self.free_rest(cf, set())
+        body_frame = self.body_frame(slots)
+        with e.block() as body:
+            ys = self.region(body_r, [*slots, *captured], body_frame)
+            self.end_iteration(body_frame, ys, slots)
+        e.emit(While(cond, test, body, n.hash))
+        return self.loop_results(slots, frees)
+
+    def if_(self, n: Node, ins: list, dying: list) -> list:
+        e = self.e
+        frame = self.frames[-1]
+        cond, args = ins[0], ins[1:]
+        before = set(frame.freeable)
+        passed = [self.hand_over(frame, v, d) for v, d in zip(args, dying[1:], strict=True)]
+        moved = {
+            leaf.buf.id: leaf
+            for p in passed
+            for leaf in leaves(p)
+            if isinstance(leaf, TVal) and leaf.owned
+        }
+        # where each result leaf lives: a moved-in buffer that a branch yields as it is, else
+        # a fresh buffer; scalars in fresh Vars
+        then_r, else_r = (self.graph.regions[r] for r in n.regions)
+        branches = []
+        for region in (then_r, else_r):
+            f = _Frame()
+            for p in passed:
+                for leaf in leaves(p):
+                    if isinstance(leaf, TVal):
+                        f.bufs[leaf.buf.id] = leaf.buf
+            with e.block() as blk:
+                ys = self.region(region, list(passed), f)
+            branches.append((f, blk, ys))
+        results = []
+        used: set = set()
+        flat_then = [leaves(y) for y in branches[0][2]]
+        flat_else = [leaves(y) for y in branches[1][2]]
+        for k in range(len(n.types)):
+            out = []
+            for lt, le in zip(flat_then[k], flat_else[k], strict=True):
+                if isinstance(lt, TVal) or isinstance(le, TVal):
+                    target = None
+                    for cand in (lt, le):
+                        if cand.buf.id in moved and cand.whole and cand.buf.id not in used:
+                            target = moved[cand.buf.id]
+                            break
+                    if target is None:
+                        target = self.alloc(lt.elem, lt.shape, lt.buf.space)
+                        frame.freeable.discard(target.buf.id)
+                    used.add(target.buf.id)
+                    out.append(target)
+                elif lt is None:
+                    out.append(None)
+                else:
+                    out.append(e.var(lt.type, "r"))
+            results.append(rebuild(branches[0][2][k], out))
+        for f, blk, ys in branches:
+            saved = e.stmts
+            e.stmts = blk
+            pending = []
+            for y, r in zip(ys, results, strict=True):
+                for yl, rl in zip(leaves(y), leaves(r), strict=True):
+                    if isinstance(rl, TVal):
+                        if not (yl.buf is rl.buf and yl.whole):
+                            pending.append((yl, rl))
+                    elif rl is not None:
+                        pending.append((yl, rl))
+            self.parallel_assign(pending)
+            self.free_rest(f, used)
+            for bid in sorted(set(moved) - used):  # moved in, not a result: freed here
+                if bid in before:
+                    e.emit(Free(moved[bid].buf))
+            e.stmts = saved
+        e.emit(If(cond, branches[0][1], branches[1][1]))
+        for r in results:
+            for leaf in leaves(r):
+                if isinstance(leaf, TVal):
+                    frame.bufs[leaf.buf.id] = leaf.buf
+                    # a result in a moved-in buffer is freed by whoever freed that buffer
+                    if leaf.buf.id not in moved or leaf.buf.id in before:
+                        frame.freeable.add(leaf.buf.id)
+        return results
+
+    def call(self, n: Node, ins: list, dying: list) -> list:
+        e = self.e
+        frame = self.frames[-1]
+        callee = self.owner.by_hash[n.attr("callee")]
+        lf = self.owner.function(callee)
+        effects = bool(callee.type.effects)
+        args = ins[1:] if effects else ins
+        dying = dying[1:] if effects else dying
+        # the callee's dimensions, from the argument shapes (checked to agree: R0003)
+        dims: dict[int, Operand] = {}
+        for pt, v in zip(callee.type.params, args, strict=True):
+            pt0 = pt.inner if isinstance(pt, Ref) else pt
+            if isinstance(pt0, Tensor):
+                for d, got in zip(pt0.shape, v.shape, strict=True):
+                    if isinstance(d, Sym):
+                        if d.index in dims:
+                            if not _same(dims[d.index], got):
+                                ok = e.op("eq", dims[d.index], got)
+                                e.emit(
+                                    Check(
+                                        ok,
+                                        "R0003",
+                                        f"`{callee.name}`: arguments disagree on a dimension",
+                                        n.hash,
+                                    )
+                                )
+                        else:
+                            dims[d.index] = got
+                    elif not (isinstance(got, Imm) and got.bits == int(d)):
+                        ok = e.op("eq", got, imm("i64", int(d)))
+                        e.emit(
+                            Check(ok, "R0003", f"`{callee.name}`: a dimension does not fit", n.hash)
+                        )
+        if len(dims) < callee.type.n_dims:
+            raise NotLowered(f"`{callee.name}` has dimensions its arguments do not determine")
+        flat_args: list = [dims[i] for i in range(callee.type.n_dims)]
+        mut_targets = {}
+        for i, (pt, v, d) in enumerate(zip(callee.type.params, args, dying, strict=True)):
+            mutable = isinstance(pt, Ref) and pt.mutable
+            for leaf in leaves(v):
+                if isinstance(leaf, TVal):
+                    if mutable:
+                        if self.exclusive(frame, leaf, d):
+                            self.take(frame, leaf)
+                            given = leaf
+                        else:
+                            given = self.copy_new(leaf)
+                            frame.freeable.discard(given.buf.id)
+                        mut_targets.setdefault(i, []).append(given)
+                        flat_args.append(given.buf)
+                    elif leaf.whole:
+                        flat_args.append(leaf.buf)
+                    else:
+                        view = self.copy_new(leaf)
+                        flat_args.append(view.buf)
+                else:
+                    flat_args.append(leaf)
+        results_flat = []
+        outs = []
+        for (kind, i), group in zip(callee.outputs, lf.results, strict=True):
+            t = callee.type.result if kind == "result" else callee.type.params[i]
+            vals = []
+            if kind == "param":
+                given = iter(mut_targets.get(i, []))
+                for x in group:
+                    if isinstance(x, Buf):
+                        g = next(given)
+                        vals.append(TVal(g.buf, g.shape, imm("i64", 0), g.elem, owned=True))
+                        results_flat.append(g.buf)
+                    else:
+                        v = e.var(x.type, "r")
+                        vals.append(v)
+                        results_flat.append(v)
+            else:
+                shape_src = self.result_shapes(t)
+                for x, shp in zip(group, shape_src, strict=True):
+                    if isinstance(x, Buf):
+                        b = e.buf(x.elem, self.size(shp), x.space, "temp", "r")
+                        frame.bufs[b.id] = b
+                        vals.append(TVal(b, shp, imm("i64", 0), x.elem, owned=True))
+                        results_flat.append(b)
+                    else:
+                        v = e.var(x.type, "r")
+                        vals.append(v)
+                        results_flat.append(v)
+            template = self.template(strip(t))
+            outs.append(rebuild(template, vals) if isinstance(template, tuple) else vals[0])
+        e.emit(Call(callee.name, tuple(flat_args), tuple(results_flat)))
+        for o in outs:
+            for leaf in leaves(o):
+                if isinstance(leaf, TVal):
+                    frame.freeable.add(leaf.buf.id)
+                    frame.bufs[leaf.buf.id] = leaf.buf
+        return ([None] if effects else []) + outs
+
+    def template(self, t: Type):
+        if isinstance(t, Struct):
+            return tuple(self.template(strip(ft)) for _, ft in t.fields)
+        return 0
+
+    def result_shapes(self, t: Type) -> list:
+        t = strip(t)
+        if isinstance(t, Struct):
+            out = []
+            for _, ft in t.fields:
+                out += self.result_shapes(ft)
+            return out
+        if isinstance(t, Tensor):
+            return [self.shape_of(t)]
+        return [()]
+
+
+# Operations that cannot fail, or fail only with R0001 (an index): moving an element read
+# across them cannot change which checked error a run reports.
+_NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
+    "const",
+    "dim",
+    "index",
+    "update",
+    "struct",
+    "field",
+    "set_field",
+    "select",
+    "fma",
+    "range",
+    "full",
+    "array",
+    "add",
+    "sub",
+    "mul",
+    "and",
+    "or",
+    "xor",
+    "land",
+    "lor",
+    "shl",
+    "shr",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "minimum",
+    "maximum",
+    "param",
+}
+
+
+def reads_before_updates(nodes: list[Node]) -> list[Node]:
+    """The reference order, except that an element read of a tensor placed after an update
+    of that same tensor moves (with the pure operations computing its indices) to just
+    before the update — so `let t = a[i]; a[i] = a[j]; a[j] = t;` updates in place: the
+    reference order reads `a[i]` after the first update. A read moves only when it does not
+    depend on the update and only reads, updates and non-failing operations lie in between,
+    so the same checked error (R0001 alone can be reordered) is reported."""
+    if not any(n.op == "update" for n in nodes):
+        return nodes
+    order = list(nodes)
+    readers: dict = {}
+    for n in order:
+        if n.op == "index" and isinstance(n.types[0], Prim):
+            readers.setdefault(n.inputs[0], []).append(n)
+    for u in [n for n in order if n.op == "update"]:
+        t = u.inputs[0]
+        for r in readers.get(t, ()):
+            pos = {n.hash: k for k, n in enumerate(order)}
+            pu, pr = pos[u.hash], pos.get(r.hash)
+            if pr is None or pr < pu:
+                continue
+            closure: set = set()
+            stack = [r]
+            ok = True
+            while stack and ok:
+                n = stack.pop()
+                if n.hash in closure:
+                    continue
+                if n is u or n.op not in _NO_OTHER_ERROR:
+                    ok = False
+                    break
+                closure.add(n.hash)
+                for v in n.inputs:
+                    k = pos.get(v.node)
+                    if k is not None and k > pu:
+                        stack.append(order[k])
+            if not ok or any(
+                order[k].op not in _NO_OTHER_ERROR
+                for k in range(pu, pr)
+                if order[k].hash not in closure
+            ):
+                continue
+            moved = [n for n in order[pu : pr + 1] if n.hash in closure]
+            rest = [n for n in order[pu : pr + 1] if n.hash not in closure]
+            order[pu : pr + 1] = moved + rest
+    return order
+
+
+def strip(t: Type) -> Type:
+    return t.inner if isinstance(t, Ref) else t
+
+
+def _elem_name(t: Type) -> str:
+    t = strip(t)
+    if isinstance(t, Tensor):
+        return t.elem.name
+    if isinstance(t, Prim):
+        return t.name
+    if isinstance(t, (RangeType, Unit)):
+        return "i64"
+    return "i64"
+
+
+def _same(a: Operand, b: Operand) -> bool:
+    if a is b:
+        return True
+    return isinstance(a, Imm) and isinstance(b, Imm) and a == b
+
+
+def _is_nan_bits(t: str, bits: int) -> bool:
+    if t == "f32":
+        return (bits & 0x7F800000) == 0x7F800000 and (bits & 0x7FFFFF) != 0
+    return (bits & 0x7FF0000000000000) == 0x7FF0000000000000 and (bits & ((1 << 52) - 1)) != 0
+
+
+def _is_signed_max(x: Operand) -> bool:
+    if not isinstance(x, Imm):
+        return False
+    from kera_core.loops.ir import BITS, is_signed
+
+    w = BITS[x.type]
+    top = (1 << (w - 1)) - 1 if is_signed(x.type) else (1 << w) - 1
+    return x.type == "i64" and x.bits == top or (x.type == "u64" and x.bits == top)
+
+
+def _sq(e: Emitter, d: Operand) -> Operand:
+    return e.op("mul", d, d)
