@@ -158,3 +158,37 @@ def test_carried_tensors_need_memory_independent_of_the_round_count(name: str) -
     long = peak(MEMORY[name].format(T=40), "f", inputs)
     assert long == short, (short, long)
     assert long <= 4 * n * 4 + 2048, long  # a few N-element buffers at most
+
+
+def _allocs(stmts) -> list:
+    from kera_core.loops import ir
+
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Alloc) and not isinstance(s.buf.size, ir.Imm):
+            out.append(s.buf)
+        for attr in ("body", "then", "orelse", "cond"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, list):
+                out += _allocs(inner)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("src", "buffers"),
+    [
+        ("pub fn f[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }", 1),
+        ("pub fn f[N](x: &f32[N], y: &f32[N]) -> f32 { sum(x * y) + mean(x - y) }", 0),
+        ("pub fn f[N](x: &f64[N]) -> f64 { max(exp(x) * 2.0) }", 0),
+        # used twice: computed once, into a buffer
+        ("pub fn f[N](x: &f32[N]) -> f32[N] { let t = x * 2.0; t + t }", 2),
+        # integer division is never deferred (its checks stay in the reference order)
+        ("pub fn f[N](x: &i32[N], y: &i32[N]) -> i32 { sum(x / y) }", 1),
+    ],
+)
+def test_elementwise_chains_are_fused_into_their_consumer(src: str, buffers: int) -> None:
+    m = _module(src)
+    prog = lower_program(m.graph, "f")
+    assert len(_allocs(prog.functions["f"].body)) == buffers
+    for size in (0, 5, 40):
+        agree(m, m.graph, "f", size, size, True)

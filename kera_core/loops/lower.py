@@ -71,6 +71,20 @@ class TVal:
         return isinstance(self.offset, Imm) and self.offset.bits == 0
 
 
+@dataclass(eq=False)
+class LazyT:
+    """A fused elementwise result: no buffer; each consumer computes element ``i`` from the
+    operands (DESIGN.md's fusion). Made for an elementwise operation whose result has one
+    use and whose tensor operands have its shape; integer `/` and `%` are never deferred, so
+    checked errors keep the reference order."""
+
+    node: Node
+    ins: list
+    shape: tuple
+    elem: str
+    space: str
+
+
 @dataclass(frozen=True)
 class RangeV:
     lo: Operand
@@ -153,6 +167,34 @@ def leaves(v) -> list:
             out += leaves(x)
         return out
     return [v]
+
+
+def ref_leaves(v) -> list:
+    """The buffers a value keeps alive (a fused value, those of its operands)."""
+    out = []
+    for leaf in leaves(v):
+        if isinstance(leaf, LazyT):
+            for x in leaf.ins:
+                out += ref_leaves(x)
+        else:
+            out.append(leaf)
+    return out
+
+
+# Consumers that read a fused operand element by element; any other materialises it.
+_READS_LAZILY = (
+    set(ELEMENTWISE_BINARY)
+    | set(ELEMENTWISE_UNARY)
+    | {
+        "fma",
+        "sum",
+        "mean",
+        "dot",
+        "max",
+        "min",
+        "argmax",
+    }
+)
 
 
 def rebuild(template, flat: list):
@@ -358,6 +400,9 @@ class _FnLowering:
                 if n.op == "param":
                     self.bind(frame, (n.hash, 0), args[n.attr("index")])
                     continue
+                if n.op not in _READS_LAZILY:
+                    for v in n.inputs:
+                        self.materialize(frame, (v.node, v.index))
                 ins = [frame.vals[(v.node, v.index)] for v in n.inputs]
                 dying = [self.dies_here(frame, v) for v in n.inputs]
                 outs = self.node(n, ins, dying)
@@ -366,6 +411,8 @@ class _FnLowering:
                     self.bind(frame, (n.hash, i), o)
                 for v in n.inputs:
                     self.use(frame, (v.node, v.index))
+            for v in region.yields:
+                self.materialize(frame, (v.node, v.index))
             ys = [frame.vals[(v.node, v.index)] for v in region.yields]
             for v in region.yields:  # the yields are handed out: no longer counted here
                 k = (v.node, v.index)
@@ -376,6 +423,27 @@ class _FnLowering:
         finally:
             self.frames.pop()
 
+    def materialize(self, frame: _Frame, key) -> None:
+        """Give a fused value its buffer (its consumer reads memory)."""
+        v = frame.vals.get(key)
+        if not isinstance(v, LazyT):
+            return
+        out = self.alloc(v.elem, v.shape, v.space)
+        e = self.e
+        with e.loop(imm("i64", 0), self.size(v.shape), mark="lanes") as i:
+            e.store(out.buf, i, self.element(v, i))
+        # the buffer replaces the operands it was computed from
+        frame.refs[out.buf.id] = frame.refs.get(out.buf.id, 0) + 1
+        frame.vals[key] = out
+        self.unref(frame, v, free=True)
+
+    def element(self, x, i: Operand) -> Operand:
+        if isinstance(x, LazyT):
+            return self.scalar_op(x.node, [self.element(a, i) for a in x.ins])
+        if isinstance(x, TVal):
+            return self.e.load(x.buf, self.e.add_i(x.offset, i))
+        return x
+
     def dies_here(self, frame: _Frame, v: Value) -> bool:
         return frame.uses.get((v.node, v.index), 0) == 1
 
@@ -384,7 +452,7 @@ class _FnLowering:
         if frame.uses.get(key, 0) == 0:
             self.unref(frame, value, free=True, counted=False)
             return
-        for leaf in leaves(value):
+        for leaf in ref_leaves(value):
             if isinstance(leaf, TVal):
                 frame.bufs.setdefault(leaf.buf.id, leaf.buf)
                 frame.refs[leaf.buf.id] = frame.refs.get(leaf.buf.id, 0) + 1
@@ -396,7 +464,7 @@ class _FnLowering:
             self.unref(frame, frame.vals[key], free=True)
 
     def unref(self, frame: _Frame, value, free: bool, counted: bool = True) -> None:
-        for leaf in leaves(value):
+        for leaf in ref_leaves(value):
             if isinstance(leaf, TVal):
                 bid = leaf.buf.id
                 if counted:
@@ -496,24 +564,26 @@ class _FnLowering:
     # --- elementwise --------------------------------------------------------------------------
     def elementwise(self, n: Node, ins: list):
         out_t = n.types[0]
-        tensors = [x for x in ins if isinstance(x, TVal)]
-        if not tensors:
+        if not any(isinstance(x, (TVal, LazyT)) for x in ins):
             return self.scalar_op(n, ins)
         assert isinstance(out_t, Tensor)
         shape = self.shape_of(out_t)
-        out = self.alloc(out_t.elem.name, shape, out_t.space)
         rank = len(shape)
         e = self.e
         same = all(
             len(x.shape) == rank and all(_same(a, b) for a, b in zip(x.shape, shape, strict=True))
-            for x in tensors
+            for x in ins
+            if isinstance(x, (TVal, LazyT))
         )
+        int_division = n.op in ("div", "rem") and out_t.elem.name not in ("f32", "f64")
+        if same and not int_division and self.frames[-1].uses.get((n.hash, 0), 0) == 1:
+            return LazyT(n, list(ins), shape, out_t.elem.name, out_t.space)
+        if not same:  # the broadcasting loop below reads memory
+            ins = [self.force(x) for x in ins]
+        out = self.alloc(out_t.elem.name, shape, out_t.space)
         if same:
             with e.loop(imm("i64", 0), self.size(shape), mark="lanes") as i:
-                vals = [
-                    e.load(x.buf, e.add_i(x.offset, i)) if isinstance(x, TVal) else x for x in ins
-                ]
-                e.store(out.buf, i, self.scalar_op(n, vals))
+                e.store(out.buf, i, self.scalar_op(n, [self.element(x, i) for x in ins]))
             return out
         # broadcasting: a loop per axis, each operand's index from its own strides
         idx = []
@@ -643,8 +713,19 @@ class _FnLowering:
         return out
 
     # --- reductions and composites -------------------------------------------------------------
-    def getter(self, t: TVal):
-        return lambda i: self.e.load(t.buf, self.e.add_i(t.offset, i))
+    def getter(self, t):
+        return lambda i: self.element(t, i)
+
+    def force(self, x):
+        """A fused operand in a buffer of its own (for a consumer that does not fuse)."""
+        if not isinstance(x, LazyT):
+            return x
+        frame = self.frames[-1]
+        for key, v in frame.vals.items():
+            if v is x:
+                self.materialize(frame, key)
+                return frame.vals[key]
+        raise AssertionError("a fused value outside its frame")
 
     def reduction(self, n: Node, x: TVal) -> Operand:
         e = self.e
