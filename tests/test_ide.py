@@ -218,18 +218,22 @@ def test_targets(a, doc, tmp_path):
     assert [(ln.function, ln.target) for ln in lenses] == [
         ("scale", "keg"),
         ("scale", "wasm"),
+        ("scale", "x86_64"),
         ("up", "keg"),
         ("up", "wasm"),
+        ("up", "x86_64"),
         ("g", "keg"),
         ("g", "wasm"),
+        ("g", "x86_64"),
         ("say", "keg"),
-        ("say", "wasm"),
+        ("say", "wasm"),  # x86_64 has no `print` yet: no lens, and the reason on request
     ]
     assert all(
         ln.title.startswith("fingerprint ") and ln.title.endswith(f"… · {ln.target}")
         for ln in lenses
     )
     assert targets.lowering(a, "scale", "wasm")["text"].startswith("(module")
+    assert targets.lowering(a, "scale", "x86_64")["text"].startswith("; x86_64 (")
     low = targets.lowering(a, "scale", "keg")
     assert low["text"].startswith("pub fn scale") and low["fingerprint"].startswith("sha3-256:")
     rep = targets.fingerprint_report(doc, a)
@@ -243,7 +247,11 @@ def test_targets(a, doc, tmp_path):
     with pytest.raises(targets.TargetError, match="no function"):
         targets.lowering(a, "nope", "keg")
     acts = targets.compile_actions(a, Span(off("s = s"), off("s = s")))
-    assert [x.title for x in acts] == ["Compile `g` to keg", "Compile `g` to wasm"]
+    assert [x.title for x in acts] == [
+        "Compile `g` to keg",
+        "Compile `g` to wasm",
+        "Compile `g` to x86_64",
+    ]
     assert targets.compile_actions(a, Span(0, 0)) == []
 
 
@@ -253,6 +261,7 @@ def test_functions_with_errors_offer_no_compilation():
     assert [(ln.function, ln.target) for ln in targets.code_lenses(a)] == [
         ("ok", "keg"),
         ("ok", "wasm"),
+        ("ok", "x86_64"),
     ]
     with pytest.raises(targets.TargetError, match="has errors"):
         targets.lowering(a, "bad", "keg")

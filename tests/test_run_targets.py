@@ -67,9 +67,9 @@ def kera_run(capsys, *argv):
 
 
 def test_target_choices_come_from_the_registry(registry):
-    assert run_cli.target_names() == ["interp", "wasm", "all"]
+    assert run_cli.target_names() == ["interp", "wasm", "x86_64", "all"]
     registry.register(EchoTarget("echo"))
-    assert run_cli.target_names() == ["interp", "echo", "wasm", "all"]
+    assert run_cli.target_names() == ["interp", "echo", "wasm", "x86_64", "all"]
     assert "keg" not in run_cli.target_names()  # it cannot run what it builds
 
 
@@ -113,6 +113,11 @@ def test_max_steps_is_refused_by_a_target_that_does_not_count_steps(capsys, regi
         rc == 2
         and "--max-steps is not supported by the wasm target (it uses fuel: see --fuel)" in err
     )
+    # --target all compares only the targets that stop where the interpreter stops
+    rc, out, err = kera_run(capsys, "--target", "all", "--max-steps", "3")
+    assert rc == 1 and out.splitlines()[-1] == "result error R0007", (out, err)
+    assert "target wasm skipped: --max-steps does not apply" in err
+    assert "target x86_64 error R0007" in err
 
 
 def test_a_declared_target_is_imported_on_first_use_only(capsys, registry):

@@ -36,3 +36,31 @@ def read_input(path: str) -> Input:
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror}") from None
     return Input(path, decode(raw), raw)
+
+
+ISA_LEVELS = ("sse2", "avx2", "avx512")
+
+
+def add_isa_flag(parser) -> None:
+    parser.add_argument(
+        "--isa",
+        choices=ISA_LEVELS,
+        help="x86_64 instruction-set level (default: the best this CPU has, from CPUID)",
+    )
+
+
+def apply_isa(args) -> None:
+    """`--isa LEVEL`: the level the x86_64 target selects for (refused if this CPU lacks it)."""
+    level = getattr(args, "isa", None)
+    if level is None:
+        return
+    from kera_core import targets
+    from kera_core.backends.x86_64.compile import isa_for
+
+    try:
+        isa_for(level)
+    except ValueError as e:
+        raise UsageError(f"--isa {level}: {e}") from None
+    t = targets.get("x86_64")
+    if t is not None:
+        t.isa = level

@@ -11,7 +11,7 @@ import sys
 
 from kera_core import targets
 from kera_core.cli.front import _print_diags
-from kera_core.cli.inputs import UsageError, read_input
+from kera_core.cli.inputs import UsageError, add_isa_flag, apply_isa, read_input
 from kera_core.cli.opt import add_build_flags, optimize_for_build
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
@@ -32,6 +32,13 @@ def register(sub) -> None:
         action="store_true",
         help="leave out spans and names (smaller; the fingerprint is the same)",
     )
+    b.add_argument(
+        "--emit",
+        choices=("artifact", "asm"),
+        default="artifact",
+        help="asm: the readable form (x86_64 assembly, wasm text) instead of the artifact",
+    )
+    add_isa_flag(b)
     add_build_flags(b)
     b.set_defaults(func=cmd_build)
 
@@ -98,6 +105,7 @@ def _default_output(path: str, suffix: str) -> str:
 
 
 def cmd_build(args) -> int:
+    apply_isa(args)
     target = targets.get(check_target(args.target))
     assert target is not None
     out = args.output if args.output is not None else _default_output(args.file, target.suffix)
@@ -121,7 +129,14 @@ def cmd_build(args) -> int:
         for r in reasons:
             print(f"{args.file}: target {target.name}: {r}", file=sys.stderr)
         return 1
-    data = target.lower(graph, None if args.no_provenance else prov, args.entry).data
+    art = target.lower(graph, None if args.no_provenance else prov, args.entry)
+    data = art.data
+    if args.emit == "asm":
+        if art.text is None:
+            raise UsageError(f"target {target.name} has no readable form (--emit asm)")
+        data = art.text.encode()
+        if args.output is None:
+            out = "-"
     if out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kera_core import targets
 from kera_core.cli.front import _print_diags
-from kera_core.cli.inputs import UsageError, read_input
+from kera_core.cli.inputs import UsageError, add_isa_flag, apply_isa, read_input
 from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.source import LineIndex, encode
@@ -78,6 +78,7 @@ def register(sub) -> None:
         default=None,
         help="instruction budget of fuel-metered targets such as wasm (default 2000000000)",
     )
+    add_isa_flag(r)
     r.set_defaults(func=cmd_run)
 
 
@@ -130,9 +131,16 @@ def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=Non
             continue
         if t is None or not hasattr(t, "run"):
             continue
+        if max_steps is not None and not getattr(t, "supports_max_steps", False):
+            # its run would not stop where the interpreter's did: nothing to compare
+            note = getattr(t, "bounds_note", "")
+            print(f"target {tname} skipped: --max-steps does not apply ({note})", file=sys.stderr)
+            continue
         try:
             r, err = outcome(
-                lambda t=t: targets.run_module(t, module, name, inputs, dims, fuel=fuel)
+                lambda t=t: targets.run_module(
+                    t, module, name, inputs, dims, fuel=fuel, max_steps=max_steps
+                )
             )
         except InputError as e:  # the target cannot compile this function
             print(f"target {tname} skipped: {e.message}", file=sys.stderr)
@@ -319,6 +327,7 @@ def cmd_run(args) -> int:
     from kera_core.interp.gen import DEFAULT_DIM, InputGenerator
     from kera_core.interp.values import concrete_type, flat_items, raw_bytes
 
+    apply_isa(args)
     runner = select_target(args.target)
     budget = {}
     if args.fuel is not None:

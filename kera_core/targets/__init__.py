@@ -74,6 +74,7 @@ class Declared:
 BUILTIN: tuple[Declared, ...] = (
     Declared("keg", "kera_core.targets.keg", ".keg"),
     Declared("wasm", "kera_core.targets.wasm", ".wasm", runs=True),
+    Declared("x86_64", "kera_core.targets.x86_64", ".bin", runs=True),
 )
 
 REGISTRY: dict[str, Target] = {}

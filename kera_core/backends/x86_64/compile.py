@@ -1,0 +1,149 @@
+"""The x86-64 backend: a graph function → its loop program → machine code, and the artifact.
+
+Every function of the loop program is selected (:mod:`.select`) and handed to the shared
+machine layer (schedule, allocate, frame, encode: ``kera_core.native.x86.emit.assemble``).
+The code is position independent — calls go through the function table in the run's
+context — so an artifact is the functions' bytes plus the graph fingerprint:
+
+```
+b"KERA-X86-64\\n" | fingerprint (32 bytes) | u32 header length | JSON header | code…
+```
+
+The header names the entry function, the instruction set level and each function's name and
+code size, in program order (the order of the function table).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from kera_core.backends.x86_64.select import Isa, NotSelected, Selector
+from kera_core.ir.graph import Graph
+from kera_core.loops import NotLowered, lower_program
+from kera_core.loops.ir import Program
+from kera_core.native import cpu
+from kera_core.native.x86.emit import assemble
+from kera_core.native.x86.target import x86_64_target
+
+MAGIC = b"KERA-X86-64\n"
+ISAS = ("sse2", "avx2", "avx512")
+
+
+class ArtifactError(ValueError):
+    """Bytes that are not an x86_64 artifact, or not built from this graph."""
+
+
+def isa_for(name: str | None = None) -> Isa:
+    """The instruction-set level: `name`, or the best this CPU runs (from CPUID)."""
+    feats = cpu.detect()
+    if name is None:
+        name = "avx512" if feats.avx512 else "avx2" if feats.avx2 else "sse2"
+    if name not in ISAS:
+        raise ValueError(f"unknown ISA level {name!r}: one of {', '.join(ISAS)}")
+    if name == "avx512":
+        raise ValueError(
+            "the avx512 level is not built yet: it ships once it has run on a CPU that has it"
+        )
+    if name == "avx2" and not (feats.avx2 and feats.fma):
+        raise ValueError("this CPU has no AVX2+FMA; use --isa sse2")
+    if name == "sse2":
+        return Isa("sse2", fma=False, sse41=False)
+    return Isa("avx2", fma=True, sse41=True)
+
+
+@dataclass
+class Compiled:
+    program: Program
+    isa: Isa
+    codes: list[tuple[str, bytes]]  # program order
+    listings: dict[str, list[str]]
+
+
+def compile_program(prog: Program, isa: Isa) -> Compiled:
+    codes = []
+    listings = {}
+    target = x86_64_target()
+    for name, lf in prog.functions.items():
+        sel = Selector(lf, prog, isa)
+        vfn = sel.select()
+        asm = assemble(vfn, target, outgoing_args=sel.outgoing_bytes)
+        codes.append((name, asm.code))
+        listings[name] = asm.disassemble()
+    return Compiled(prog, isa, codes, listings)
+
+
+def unsupported(graph: Graph, fn: str) -> list[str]:
+    """Why `fn` cannot be compiled for x86-64 (empty when it can)."""
+    if fn not in graph.functions:
+        return [f"no function `{fn}`"]
+    try:
+        prog = lower_program(graph, fn)
+    except NotLowered as e:
+        return [str(e)]
+    from kera_core.loops import ir
+
+    why = []
+    for lf in prog.functions.values():
+        if _has(lf.body, ir.Print):
+            why.append(f"`{lf.name}` prints (`print` is not in the x86_64 runtime yet)")
+    if why:
+        return why
+    try:
+        compile_program(prog, Isa())
+    except NotSelected as e:
+        return [str(e)]
+    return []
+
+
+def _has(stmts, kind) -> bool:
+    for s in stmts:
+        if isinstance(s, kind):
+            return True
+        for attr in ("body", "then", "orelse", "cond"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, list) and _has(inner, kind):
+                return True
+    return False
+
+
+def build(graph: Graph, fn: str, isa: Isa) -> tuple[bytes, Compiled]:
+    prog = lower_program(graph, fn)
+    comp = compile_program(prog, isa)
+    header = json.dumps(
+        {"entry": fn, "isa": isa.name, "functions": [[n, len(c)] for n, c in comp.codes]},
+        sort_keys=True,
+    ).encode()
+    data = MAGIC + graph.fingerprint() + struct.pack("<I", len(header)) + header
+    data += b"".join(c for _, c in comp.codes)
+    return data, comp
+
+
+def read(data: bytes, graph: Graph | None = None) -> tuple[dict, list[tuple[str, bytes]]]:
+    """The header and the functions' code of an artifact (checked against `graph`)."""
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 36:
+        raise ArtifactError("not an x86_64 artifact")
+    at = len(MAGIC)
+    fp = data[at : at + 32]
+    if graph is not None and fp != graph.fingerprint():
+        raise ArtifactError("the artifact was not built from this graph (fingerprint differs)")
+    (n,) = struct.unpack_from("<I", data, at + 32)
+    try:
+        header = json.loads(data[at + 36 : at + 36 + n])
+    except ValueError:
+        raise ArtifactError("the artifact's header is damaged") from None
+    at += 36 + n
+    codes = []
+    for name, size in header["functions"]:
+        codes.append((name, data[at : at + size]))
+        at += size
+    if at != len(data):
+        raise ArtifactError("the artifact's code does not match its header")
+    return header, codes
+
+
+def fingerprint_of(data: bytes) -> bytes:
+    if not data.startswith(MAGIC):
+        raise ArtifactError("not an x86_64 artifact")
+    return data[len(MAGIC) : len(MAGIC) + 32]

@@ -1,0 +1,239 @@
+"""Running x86-64 code in this process: the JIT, the run's context, inputs and outputs.
+
+The code runs on the calling thread through ctypes. It never takes the process down:
+every index and integer division is checked by the loop program, loops count steps against
+the context's budget, and every allocation goes through :class:`Heap`, which refuses
+requests past the run's memory limit (R0009) and frees whatever a failed run left.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from typing import TextIO
+
+import numpy as np
+
+from kera_core.backends.x86_64 import select as S
+from kera_core.interp.api import Output, RunResult, _Tee, bind_inputs, entry_signature
+from kera_core.interp.errors import InterpError
+from kera_core.interp.fp import canon, check_host_fp
+from kera_core.interp.values import concrete_type, value_out
+from kera_core.ir.types import Struct, Tensor, strip_ref
+from kera_core.loops import ir
+from kera_core.loops.lower import lower_program
+from kera_core.loops.prims import DTYPES
+from kera_core.native import jit
+
+DEFAULT_MEMORY = 1 << 30  # bytes a run may allocate
+NO_LIMIT = 1 << 62
+CODE_NAMES = {v: k for k, v in S.ERROR_NUMBERS.items()}
+
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64)
+_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _c_functions() -> dict[str, int]:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    return {
+        "fmod": ctypes.cast(libm.fmod, ctypes.c_void_p).value,
+        "fmodf": ctypes.cast(libm.fmodf, ctypes.c_void_p).value,
+        "fma": ctypes.cast(libm.fma, ctypes.c_void_p).value,
+        "fmaf": ctypes.cast(libm.fmaf, ctypes.c_void_p).value,
+        "memcpy": ctypes.cast(libc.memcpy, ctypes.c_void_p).value,
+    }
+
+
+_C = None
+
+
+class Heap:
+    """The run's allocations: zeroed, 64-byte aligned, bounded, all freed at the end."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.live: dict[int, tuple[object, int]] = {}
+        self.alloc_cb = _ALLOC(self._alloc)
+        self.free_cb = _FREE(self._free)
+
+    def _alloc(self, nbytes: int) -> int:
+        n = max(int(nbytes), 1)
+        if self.used + n > self.limit:
+            return 0
+        raw = np.zeros(n + 64, dtype=np.uint8)
+        addr = raw.ctypes.data
+        addr += (-addr) % 64
+        self.live[addr] = (raw, n)
+        self.used += n
+        return addr
+
+    def _free(self, addr: int) -> None:
+        got = self.live.pop(int(addr or 0), None)
+        if got is not None:
+            self.used -= got[1]
+
+    def view(self, addr: int, elem: str, count: int) -> np.ndarray:
+        dt = np.dtype(DTYPES[elem])
+        if count == 0:
+            return np.zeros(0, dtype=dt)
+        buf = (ctypes.c_char * (count * dt.itemsize)).from_address(addr)
+        return np.frombuffer(buf, dtype=dt, count=count).copy()
+
+
+class Loaded:
+    """The functions of one artifact in executable memory, and their table."""
+
+    def __init__(self, codes: list[tuple[str, bytes]]) -> None:
+        self.code = {name: jit.load(c) for name, c in codes}
+        self.table = (ctypes.c_uint64 * max(len(codes), 1))(
+            *[self.code[n].address for n, _ in codes]
+        )
+        self.entry = {
+            name: self.code[name].function(ctypes.c_int64, (ctypes.c_void_p, ctypes.c_void_p))
+            for name, _ in codes
+        }
+
+    def close(self) -> None:
+        for c in self.code.values():
+            c.close()
+
+
+def _cell(t: str, v) -> int:
+    a = np.asarray(v, dtype=DTYPES[t])
+    if t in ("f32", "f64"):
+        a = canon(a)
+        width = a.dtype.itemsize
+        return int(a.view({4: np.uint32, 8: np.uint64}[width]))
+    return int(a.astype(np.int64)) & ((1 << 64) - 1) if t != "u64" else int(a)
+
+
+def _from_cell(t: str, bits: int):
+    bits &= (1 << 64) - 1
+    if t == "f64":
+        return np.array(bits, dtype=np.uint64).view(np.float64)[()]
+    if t == "f32":
+        return np.array(bits & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()]
+    if t == "bool":
+        return np.bool_(bits & 1)
+    return np.array(bits, dtype=np.uint64).astype(DTYPES[t])[()]
+
+
+def run(
+    loaded: Loaded,
+    source,
+    fn_name: str,
+    inputs: dict,
+    dims: dict | None = None,
+    *,
+    stdout: TextIO | None = None,
+    max_steps: int | None = None,
+    memory_limit: int = DEFAULT_MEMORY,
+) -> RunResult:
+    check_host_fp()
+    g = source.graph if hasattr(source, "graph") else source
+    sig = entry_signature(source, fn_name)
+    fn = sig.function
+    args, bound = bind_inputs(sig, inputs, dims)
+    prog = lower_program(g, fn_name)
+    lf = prog.functions[fn_name]
+    keep: list[np.ndarray] = []
+    cells: list[int] = [bound[i] for i in range(fn.type.n_dims)]
+    for group, (t, v) in zip(lf.params, zip(fn.type.params, args, strict=True), strict=True):
+        flat: list = []
+        _flatten(t, v, flat)
+        for x, val in zip(group, flat, strict=True):
+            if isinstance(x, ir.Buf):
+                arr = np.ascontiguousarray(np.array(val, dtype=DTYPES[x.elem], copy=True)).reshape(
+                    -1
+                )
+                if arr.dtype.kind == "f":
+                    arr = canon(arr)
+                if arr.size == 0:
+                    arr = np.zeros(1, dtype=arr.dtype)  # a valid address for an empty buffer
+                keep.append(arr)
+                cells.append(arr.ctypes.data)
+            else:
+                cells.append(_cell(x.type, val))
+    n_out = sum(len(gr) for gr in lf.results)
+    io = (ctypes.c_uint64 * (len(cells) + n_out))(*cells)
+    heap = Heap(memory_limit)
+    global _C
+    if _C is None:
+        _C = _c_functions()
+    ctx = (ctypes.c_uint64 * S.CTX_CELLS)()
+    ctx[S.CTX_STEPS] = max_steps if max_steps is not None else NO_LIMIT
+    ctx[S.CTX_ALLOC] = ctypes.cast(heap.alloc_cb, ctypes.c_void_p).value
+    ctx[S.CTX_FREE] = ctypes.cast(heap.free_cb, ctypes.c_void_p).value
+    ctx[S.CTX_FMOD], ctx[S.CTX_FMODF] = _C["fmod"], _C["fmodf"]
+    ctx[S.CTX_FMA], ctx[S.CTX_FMAF] = _C["fma"], _C["fmaf"]
+    ctx[S.CTX_MEMCPY] = _C["memcpy"]
+    ctx[S.CTX_FUNCS] = ctypes.addressof(loaded.table)
+    rc = loaded.entry[fn_name](ctypes.addressof(io), ctypes.addressof(ctx))
+    if rc:
+        heap.live.clear()
+        code = CODE_NAMES.get(int(rc), "R0008")
+        msg = (
+            "step limit reached"
+            if code == "R0007"
+            else "memory limit reached"
+            if code == "R0009"
+            else "checked error"
+        )
+        raise InterpError(code, f"x86_64: {msg}")
+    dim_of = {d.id: bound[i] for i, d in enumerate(lf.dims)}
+    at = len(cells)
+    outs: list[Output] = []
+    for (kind, i), group, shapes in zip(fn.outputs, lf.results, lf.result_shapes, strict=True):
+        vals = []
+        for x, shape in zip(group, shapes, strict=True):
+            bits = io[at]
+            at += 1
+            if isinstance(x, ir.Buf):
+                sh = tuple(_dim(d, dim_of) for d in shape)
+                count = int(np.prod(sh)) if sh else 1
+                arr = heap.view(bits, x.elem, count).reshape(sh)
+                vals.append(canon(arr) if arr.dtype.kind == "f" else arr)
+            else:
+                vals.append(_from_cell(x.type, bits))
+        if kind == "result":
+            name, key, t = "result", "result", fn.type.result
+        else:
+            name, key, t = sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i])
+        ct = concrete_type(t, bound)
+        value = _rebuild(strip_ref(t), iter(vals))
+        outs.append(Output(name, ct, value_out(ct, value), key))
+    heap.live.clear()
+    tee = _Tee(stdout)
+    return RunResult(
+        fn.name,
+        outs,
+        {sig.dim_names[i]: n for i, n in sorted(bound.items())},
+        tee.buf.getvalue(),
+        "io" in fn.type.effects,
+    )
+
+
+def _dim(d, dim_of) -> int:
+    if isinstance(d, ir.Imm):
+        return d.bits
+    return dim_of[d.id]
+
+
+def _flatten(t, v, out: list) -> None:
+    t = strip_ref(t)
+    if isinstance(t, Struct):
+        for (_, ft), x in zip(t.fields, v, strict=True):
+            _flatten(ft, x, out)
+    else:
+        out.append(v)
+
+
+def _rebuild(t, it):
+    if isinstance(t, Struct):
+        return tuple(_rebuild(strip_ref(ft), it) for _, ft in t.fields)
+    v = next(it)
+    if isinstance(t, Tensor):
+        return v
+    return v

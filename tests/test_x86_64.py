@@ -1,0 +1,249 @@
+"""The x86_64 target: native code, bit for bit (raw bytes, through the digest) against the
+interpreter, and the same checked errors, at each instruction-set level this CPU runs.
+
+Every example function; generated expression-style and imperative programs (plain and
+optimized) with adversarial inputs; every scalar primitive on every type at the edges;
+reductions at tile and lane boundaries; hostile runs (a runaway loop, an out-of-bounds
+index, integer division by zero, `i32::MIN / -1`, a 10^8-element request) end in the
+interpreter's error code, or R0009 past the memory limit, with the process alive.
+``KERA_FUZZ_EXAMPLES=2000`` fuzzes longer.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kera_core.analysis import analyze
+from kera_core.backends.x86_64 import compile as X
+from kera_core.backends.x86_64.runtime import Loaded, run
+from kera_core.interp import InterpError
+from kera_core.interp.api import entry_signature
+from kera_core.interp.api import run_function as reference
+from kera_core.interp.gen import InputGenerator
+from kera_core.opt import optimize
+from kera_core.targets import get
+from tests import imperative_programs, programs
+from tests.tools import tool_missing
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.kera"))
+FUZZ = int(os.environ.get("KERA_FUZZ_EXAMPLES", "25"))
+STEPS = 20_000
+
+
+def levels() -> list[str]:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return ["none"]
+    from kera_core.native import cpu
+
+    f = cpu.detect()
+    return ["sse2"] + (["avx2"] if f.avx2 and f.fma else [])
+
+
+LEVELS = levels()
+
+
+def _isa(level: str):
+    if level == "none":
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    return X.isa_for(level)
+
+
+def outcome(run_it) -> str:
+    try:
+        return "ok " + run_it().digest()
+    except InterpError as e:
+        return "error " + e.code
+
+
+def check(module, graph, name: str, level: str, sizes=(0, 1, 3, 17), seeds=(1,)) -> set[str]:
+    data, _ = X.build(graph, name, _isa(level))
+    _, codes = X.read(data, graph)
+    loaded = Loaded(codes)
+    src = module if graph is module.graph else graph
+    sig = entry_signature(src, name)
+    seen = set()
+    try:
+        for size in sizes:
+            for seed in seeds:
+                for adversarial in (False, True):
+                    dims = {i: size for i in range(len(sig.dim_names))}
+                    gen = InputGenerator(seed + size, adversarial=adversarial)
+                    inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
+                    named = {sig.dim_names[i]: n for i, n in dims.items()}
+                    want = outcome(lambda: reference(src, name, inputs, named, max_steps=STEPS))  # noqa: B023
+                    got = outcome(
+                        lambda: run(loaded, src, name, inputs, named, max_steps=STEPS)  # noqa: B023
+                    )
+                    assert got == want, (name, level, size, seed, adversarial)
+                    seen.add(want)
+    finally:
+        loaded.close()
+    return seen
+
+
+def runnable(graph, name: str) -> bool:
+    return not X.unsupported(graph, name)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_function(path: Path, level: str) -> None:
+    m = analyze(path.read_text()).module
+    ran = 0
+    for f in m.graph.exported():
+        if not runnable(m.graph, f.name):
+            assert "prints" in " ".join(X.unsupported(m.graph, f.name))
+            continue
+        check(m, m.graph, f.name, level)
+        ran += 1
+    assert ran >= 1
+
+
+def _module(src: str):
+    a = analyze(src)
+    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
+    return a.module
+
+
+def check_source(src: str, level: str, seed: int, size: int) -> None:
+    m = _module(src)
+    g = optimize(m.graph).graph
+    for f in m.graph.exported():
+        check(m, m.graph, f.name, level, sizes=(size,), seeds=(seed,))
+        if f.name in g.functions:
+            check(m, g, f.name, level, sizes=(size,), seeds=(seed,))
+
+
+_SETTINGS = settings(
+    max_examples=FUZZ,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@_SETTINGS
+@given(prog=programs.program(), seed=st.integers(0, 2**32 - 1), size=st.sampled_from([0, 1, 3, 17]))
+def test_generated_programs(level: str, prog, seed: int, size: int) -> None:
+    check_source(programs.render(prog), level, seed, size)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@_SETTINGS
+@given(
+    prog=imperative_programs.imperative_program(),
+    seed=st.integers(0, 2**32 - 1),
+    size=st.sampled_from([0, 1, 2, 5, 17]),
+)
+def test_generated_imperative_programs(level: str, prog, seed: int, size: int) -> None:
+    check_source(imperative_programs.render(prog), level, seed, size)
+
+
+INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+
+
+def scalar_ops_source() -> str:
+    fns = []
+    for t in INTS:
+        fns.append(
+            f"pub fn ops_{t}(a: {t}, b: {t}) -> {t} {{ let d = if b == 0 {{ 1 as {t} }} else {{ b }}; "
+            f"(a + b) ^ (a - b) ^ (a * b) ^ (a / d) ^ (a % d) ^ (a & b) ^ (a | b) ^ (a << b) "
+            f"^ (a >> b) ^ !a ^ minimum(a, b) ^ maximum(a, b) }}"
+        )
+        for to in [*INTS, "f32", "f64"]:
+            fns.append(f"pub fn cast_{t}_{to}(a: {t}) -> {to} {{ a as {to} }}")
+    for t in ("f32", "f64"):
+        fns.append(
+            f"pub fn ops_{t}(a: {t}, b: {t}, c: {t}) -> {t}[12] {{ [a + b, a - b, a * b, a / b, a % b, "
+            f"sqrt(a), fma(a, b, c), minimum(a, b), maximum(a, b), -a, abs(a), exp(a)] }}"
+        )
+        fns.append(
+            f"pub fn cmp_{t}(a: {t}, b: {t}) -> bool[6] {{ [a == b, a != b, a < b, a <= b, a > b, a >= b] }}"
+        )
+        for to in [*INTS, "f32", "f64"]:
+            fns.append(f"pub fn cast_{t}_{to}(a: {t}) -> {to} {{ a as {to} }}")
+    return "\n".join(fns) + "\n"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_scalar_primitive_at_the_edges(level: str) -> None:
+    m = _module(scalar_ops_source())
+    for f in m.graph.exported():
+        check(m, m.graph, f.name, level, sizes=(0,), seeds=tuple(range(12)))
+
+
+REDUCTIONS = """
+pub fn s32[N](x: &f32[N]) -> f32 { sum(x) }
+pub fn d64[N](x: &f64[N], y: &f64[N]) -> f64 { dot(x, y) }
+pub fn am[N](x: &f32[N]) -> i64 { argmax(x) }
+pub fn mx[N](x: &f64[N]) -> f64 { max(x) + min(x) }
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_reductions_at_tile_and_lane_boundaries(level: str) -> None:
+    m = _module(REDUCTIONS)
+    for f in m.graph.exported():
+        check(m, m.graph, f.name, level, sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 3073))
+
+
+HOSTILE = """
+pub fn spin(n: i64) -> i64 { let mut i = 0; while i >= 0 { i = i + n * 0; } i }
+pub fn oob[N](x: &f32[N], i: i64) -> f32 { x[i] }
+pub fn divz(a: i32, b: i32) -> i32 { a / b }
+pub fn big[N](x: &f32[N]) -> f32 { let z: f32[N] = zeros(); sum(z + x) }
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_hostile_runs_end_in_the_interpreters_error(level: str) -> None:
+    m = _module(HOSTILE)
+    g = m.graph
+
+    def native(name, inputs, dims=None, **kw):
+        data, _ = X.build(g, name, _isa(level))
+        loaded = Loaded(X.read(data, g)[1])
+        try:
+            return outcome(lambda: run(loaded, m, name, inputs, dims, **kw))
+        finally:
+            loaded.close()
+
+    assert native("spin", {"n": 3}, max_steps=10_000) == "error R0007"
+    x = np.arange(4, dtype=np.float32)
+    for i in (-1, 4, 1 << 40, -(1 << 63)):
+        assert native("oob", {"x": x, "i": i}) == "error R0001"
+    assert native("oob", {"x": x, "i": 3}) == outcome(lambda: reference(m, "oob", {"x": x, "i": 3}))
+    assert native("divz", {"a": 7, "b": 0}) == "error R0002"
+    imin = np.int32(-(2**31))
+    assert native("divz", {"a": imin, "b": -1}) == outcome(
+        lambda: reference(m, "divz", {"a": imin, "b": -1})
+    )
+    # 10^8 elements past a 64 MiB limit: refused, the process carries on
+    huge = np.zeros(10**8, dtype=np.float32)
+    assert native("big", {"x": huge}, memory_limit=64 << 20) == "error R0009"
+    assert native("big", {"x": x}) == outcome(lambda: reference(m, "big", {"x": x}))
+
+
+def test_the_artifact_carries_the_fingerprint_and_refuses_another_graph() -> None:
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    m = _module("pub fn f[N](x: &f32[N]) -> f32 { sum(x) }")
+    other = _module("pub fn f[N](x: &f32[N]) -> f32 { max(x) }")
+    t = get("x86_64")
+    art = t.lower(m.graph, m.provenance, "f")
+    assert X.fingerprint_of(art.data) == m.graph.fingerprint()
+    assert "sum" not in art.text and "f:" in art.text  # assembly listing, one block per function
+    with pytest.raises(X.ArtifactError):
+        t.run(art, other.graph, "f", {"x": np.ones(3, np.float32)})
+    with pytest.raises(X.ArtifactError):
+        X.read(b"not an artifact" * 4)
+    r = t.run(art, m.graph, "f", {"x": np.ones(3, np.float32)}, provenance=m.provenance)
+    assert r.digest() == reference(m, "f", {"x": np.ones(3, np.float32)}).digest()
