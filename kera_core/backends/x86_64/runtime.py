@@ -74,12 +74,21 @@ class Heap:
         if got is not None:
             self.used -= got[1]
 
-    def view(self, addr: int, elem: str, count: int) -> np.ndarray:
+    def take(self, addr: int, elem: str, count: int, params: dict) -> np.ndarray:
+        """The `count` elements at `addr` as an array that owns them: a view of the heap
+        block (kept alive by the view) or of the parameter array, never a dangling pointer."""
         dt = np.dtype(DTYPES[elem])
         if count == 0:
             return np.zeros(0, dtype=dt)
-        buf = (ctypes.c_char * (count * dt.itemsize)).from_address(addr)
-        return np.frombuffer(buf, dtype=dt, count=count).copy()
+        got = self.live.get(addr)
+        if got is not None:
+            raw = got[0]
+            start = addr - raw.ctypes.data
+            return raw[start : start + count * dt.itemsize].view(dt)
+        arr = params.get(addr)
+        if arr is not None:
+            return arr[:count]
+        raise InterpError("R0008", "x86_64: a result points outside the run's memory")
 
 
 class Loaded:
@@ -139,20 +148,19 @@ def run(
     prog = lower_program(g, fn_name)
     lf = prog.functions[fn_name]
     keep: list[np.ndarray] = []
+    params_at: dict[int, np.ndarray] = {}
     cells: list[int] = [bound[i] for i in range(fn.type.n_dims)]
     for group, (t, v) in zip(lf.params, zip(fn.type.params, args, strict=True), strict=True):
         flat: list = []
         _flatten(t, v, flat)
         for x, val in zip(group, flat, strict=True):
             if isinstance(x, ir.Buf):
-                arr = np.ascontiguousarray(np.array(val, dtype=DTYPES[x.elem], copy=True)).reshape(
-                    -1
-                )
-                if arr.dtype.kind == "f":
-                    arr = canon(arr)
+                # value_in made a private, C-ordered, canonicalised copy: the code may write it
+                arr = val.reshape(-1)
                 if arr.size == 0:
                     arr = np.zeros(1, dtype=arr.dtype)  # a valid address for an empty buffer
                 keep.append(arr)
+                params_at[arr.ctypes.data] = arr
                 cells.append(arr.ctypes.data)
             else:
                 cells.append(_cell(x.type, val))
@@ -193,7 +201,7 @@ def run(
             if isinstance(x, ir.Buf):
                 sh = tuple(_dim(d, dim_of) for d in shape)
                 count = int(np.prod(sh)) if sh else 1
-                arr = heap.view(bits, x.elem, count).reshape(sh)
+                arr = heap.take(bits, x.elem, count, params_at).reshape(sh)
                 vals.append(canon(arr) if arr.dtype.kind == "f" else arr)
             else:
                 vals.append(_from_cell(x.type, bits))
