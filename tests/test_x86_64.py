@@ -247,3 +247,41 @@ def test_the_artifact_carries_the_fingerprint_and_refuses_another_graph() -> Non
         X.read(b"not an artifact" * 4)
     r = t.run(art, m.graph, "f", {"x": np.ones(3, np.float32)}, provenance=m.provenance)
     assert r.digest() == reference(m, "f", {"x": np.ones(3, np.float32)}).digest()
+
+
+VECTOR_OPS = """
+pub fn v32[N](a: f32, x: &f32[N], y: &f32[N], z: &f32[N]) -> f32[N] {
+    let m = maximum(x, y) - minimum(y, z);
+    let s = if a > 0.0 { fma(x, y, z) } else { -x };
+    m * s + sqrt(abs(z)) / (x - a)
+}
+pub fn v64[N](a: f64, x: &f64[N], y: &f64[N], z: &f64[N]) -> f64[N] {
+    let m = maximum(x, y) - minimum(y, z);
+    m * fma(x, y, z) + sqrt(abs(z)) / (x - a) - -y
+}
+pub fn c32[N](x: &f32[N], y: &f32[N]) -> f32[N] {
+    select_all(x, y)
+}
+fn select_all[N](x: &f32[N], y: &f32[N]) -> f32[N] {
+    let mut out: f32[N] = zeros();
+    for i in 0..N { out[i] = if x[i] < y[i] { x[i] } else { y[i] * 2.0 }; }
+    out
+}
+"""
+
+
+def test_lanes_loops_are_vector_loops_bit_for_bit() -> None:
+    if "avx2" not in LEVELS:
+        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+    m = _module(VECTOR_OPS)
+    _, comp = X.build(m.graph, "v32", X.isa_for("avx2"))
+    assert any("ymm" in ln for ln in comp.listings["v32"]), "no vector instructions selected"
+    for name in ("v32", "v64", "c32"):
+        check(
+            m,
+            m.graph,
+            name,
+            "avx2",
+            sizes=tuple(range(0, 20)) + (31, 32, 33, 63, 64, 65, 1000),
+            seeds=(1, 2),
+        )

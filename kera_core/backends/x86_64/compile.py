@@ -50,7 +50,7 @@ def isa_for(name: str | None = None) -> Isa:
         raise ValueError("this CPU has no AVX2+FMA; use --isa sse2")
     if name == "sse2":
         return Isa("sse2", fma=False, sse41=False)
-    return Isa("avx2", fma=True, sse41=True)
+    return Isa("avx2", fma=True, sse41=True, vectors=True)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from iced_x86 import Code
 
+from kera_core.backends.x86_64 import vector
 from kera_core.loops import ir
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
 from kera_core.native.vcode import Block, PReg, RegClass, VCodeFunction, VReg
@@ -74,6 +75,7 @@ class Isa:
     name: str = "sse2"
     fma: bool = False  # vfmadd (else fma is a call to the C library's correctly rounded fma)
     sse41: bool = False  # roundsd (else round-half-even by the 2^52 trick)
+    vectors: bool = False  # `lanes` loops as AVX2 ymm loops (kera_core/backends/x86_64/vector.py)
 
 
 def _elem_bytes(t: str) -> int:
@@ -352,6 +354,9 @@ class Selector:
         hi = self.vreg(RegClass.INT)
         self.copy(i, self.get(s.lo))
         self.copy(hi, self.get(s.hi))
+        t = vector.plan(s, self.seen_vars()) if self.isa.vectors else None
+        if t is not None:
+            self.vector_part(s, t, i, hi)
         head, body, done = self.label("head"), self.label("body"), self.label("done")
         self.jump(head)
         self.start(head)
@@ -363,6 +368,36 @@ class Selector:
         self.copy(self.reg_of(s.var), i)
         self.stmts(s.body)
         self.emit(I.alu_imm("add", i, 1))
+        self.jump(head)
+        self.start(done)
+
+    def seen_vars(self) -> set[int]:
+        """Every loop-program Var selected so far (defined before the current point)."""
+        return {k for k in self.regs if isinstance(k, int)}
+
+    def vector_part(self, s: ir.Loop, t: str, i: VReg, hi: VReg) -> None:
+        """Iterations [i, i + W·⌊(hi − i)/W⌋) as vector steps; `i` ends where the scalar loop
+        takes over for the rest."""
+        vec = vector.VectorLoop(self, s, t)
+        vec.emit_prelude()
+        end = self.vreg(RegClass.INT)
+        n = self.vreg(RegClass.INT)
+        zero = self.int_const(0)
+        self.copy(n, hi)
+        self.emit(I.sub(n, i))
+        self.emit(I.cmp(n, zero))
+        self.emit(X86Inst(Code.CMOVL_R64_RM64, (RegOp(n, USEDEF), RegOp(zero, USE)), flags="r"))
+        self.emit(I.alu_imm("and", n, -vec.width))
+        self.copy(end, i)
+        self.emit(I.add(end, n))
+        head, body, done = self.label("vhead"), self.label("vbody"), self.label("vdone")
+        self.jump(head)
+        self.start(head)
+        self.emit(I.cmp(i, end))
+        self.branch("ge", done, body)
+        self.start(body)
+        vec.body(i)
+        self.emit(I.alu_imm("add", i, vec.width))
         self.jump(head)
         self.start(done)
 
