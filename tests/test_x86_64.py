@@ -285,3 +285,19 @@ def test_lanes_loops_are_vector_loops_bit_for_bit() -> None:
             sizes=tuple(range(0, 20)) + (31, 32, 33, 63, 64, 65, 1000),
             seeds=(1, 2),
         )
+
+
+def test_a_second_build_of_the_same_function_compiles_nothing(monkeypatch) -> None:
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    src = "pub fn f[N](x: &f32[N]) -> f32 { sum(x * 3.0) }\npub fn g(a: i64) -> i64 { a + 1 }\n"
+    first = X.read(X.build(_module(src).graph, "f", X.isa_for("sse2"))[0])[1]
+    calls = []
+    real = X.compile_program
+    monkeypatch.setattr(X, "compile_program", lambda *a: calls.append(a) or real(*a))
+    # a fresh analysis of an edited file: `f` is unchanged, so its code comes from the cache
+    edited = _module(src.replace("a + 1", "a + 2"))
+    again = X.build(edited.graph, "f", X.isa_for("sse2"))[0]
+    assert X.read(again)[1] == first and calls == []  # same code; the new graph's fingerprint
+    X.build(edited.graph, "g", X.isa_for("sse2"))
+    assert len(calls) == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from kera_core.backends.x86_64.select import Isa, NotSelected, Selector
@@ -91,7 +92,7 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
     if why:
         return why
     try:
-        compile_program(prog, Isa())
+        compiled(graph, fn, Isa())
     except NotSelected as e:
         return [str(e)]
     return []
@@ -108,9 +109,29 @@ def _has(stmts, kind) -> bool:
     return False
 
 
+_CACHE: OrderedDict[tuple[bytes, Isa], Compiled] = OrderedDict()
+CACHE_SIZE = 64
+
+
+def compiled(graph: Graph, fn: str, isa: Isa) -> Compiled:
+    """The compiled program of `fn`, cached by the function's hash (which covers everything it
+    calls: callees are named by hash) and the ISA level: a second build of the same function
+    — the language server's preview after an edit elsewhere, `kera run --target all` — costs
+    no compilation."""
+    key = (graph.functions[fn].hash, isa)
+    got = _CACHE.get(key)
+    if got is not None:
+        _CACHE.move_to_end(key)
+        return got
+    comp = compile_program(lower_program(graph, fn), isa)
+    _CACHE[key] = comp
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return comp
+
+
 def build(graph: Graph, fn: str, isa: Isa) -> tuple[bytes, Compiled]:
-    prog = lower_program(graph, fn)
-    comp = compile_program(prog, isa)
+    comp = compiled(graph, fn, isa)
     header = json.dumps(
         {"entry": fn, "isa": isa.name, "functions": [[n, len(c)] for n, c in comp.codes]},
         sort_keys=True,
