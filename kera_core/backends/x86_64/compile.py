@@ -80,33 +80,10 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
     if fn not in graph.functions:
         return [f"no function `{fn}`"]
     try:
-        prog = lower_program(graph, fn)
-    except NotLowered as e:
-        return [str(e)]
-    from kera_core.loops import ir
-
-    why = []
-    for lf in prog.functions.values():
-        if _has(lf.body, ir.Print):
-            why.append(f"`{lf.name}` prints (`print` is not in the x86_64 runtime yet)")
-    if why:
-        return why
-    try:
         compiled(graph, fn, Isa())
-    except NotSelected as e:
+    except (NotLowered, NotSelected) as e:
         return [str(e)]
     return []
-
-
-def _has(stmts, kind) -> bool:
-    for s in stmts:
-        if isinstance(s, kind):
-            return True
-        for attr in ("body", "then", "orelse", "cond"):
-            inner = getattr(s, attr, None)
-            if isinstance(inner, list) and _has(inner, kind):
-                return True
-    return False
 
 
 _CACHE: OrderedDict[tuple[bytes, Isa], Compiled] = OrderedDict()

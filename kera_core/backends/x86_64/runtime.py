@@ -15,6 +15,7 @@ from typing import TextIO
 import numpy as np
 
 from kera_core.backends.x86_64 import select as S
+from kera_core.interp import printing
 from kera_core.interp.api import Output, RunResult, _Tee, bind_inputs, entry_signature
 from kera_core.interp.errors import InterpError
 from kera_core.interp.fp import canon, check_host_fp
@@ -31,6 +32,38 @@ CODE_NAMES = {v: k for k, v in S.ERROR_NUMBERS.items()}
 
 _ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64)
 _FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_PRINT = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
+
+
+class Printer:
+    """`print` from native code: the site names the loop program's Print statement; the
+    runtime formats exactly as the interpreter does (interp/printing.py)."""
+
+    def __init__(self, program, out: TextIO) -> None:
+        self.sites = S.print_sites(program)
+        self.out = out
+        self.callback = _PRINT(self._print)
+
+    def _print(self, site: int, value: int, offset: int, shape_at: int) -> None:
+        st = self.sites[int(site)]
+        if st.text is not None:
+            self.out.write(st.text)
+            return
+        if isinstance(st.value, ir.Buf):
+            rank = len(st.shape)
+            dims = list((ctypes.c_int64 * rank).from_address(shape_at)) if rank else []
+            dt = np.dtype(DTYPES[st.value.elem])
+            count = int(np.prod(dims)) if dims else 1
+            if count:
+                raw = (ctypes.c_char * (count * dt.itemsize)).from_address(
+                    value + offset * dt.itemsize
+                )
+                arr = np.frombuffer(raw, dtype=dt, count=count).reshape(dims)
+            else:
+                arr = np.zeros(dims, dtype=dt)
+            self.out.write(printing.format_value(canon(arr) if dt.kind == "f" else arr))
+            return
+        self.out.write(printing.format_value(_from_cell(st.value.type, value)))
 
 
 def _c_functions() -> dict[str, int]:
@@ -178,6 +211,9 @@ def run(
     ctx[S.CTX_FMA], ctx[S.CTX_FMAF] = _C["fma"], _C["fmaf"]
     ctx[S.CTX_MEMCPY] = _C["memcpy"]
     ctx[S.CTX_FUNCS] = ctypes.addressof(loaded.table)
+    tee = _Tee(stdout)
+    printer = Printer(prog, tee)
+    ctx[S.CTX_PRINT] = ctypes.cast(printer.callback, ctypes.c_void_p).value
     rc = loaded.entry[fn_name](ctypes.addressof(io), ctypes.addressof(ctx))
     if rc:
         heap.live.clear()
@@ -213,7 +249,6 @@ def run(
         value = _rebuild(strip_ref(t), iter(vals))
         outs.append(Output(name, ct, value_out(ct, value), key))
     heap.live.clear()
-    tee = _Tee(stdout)
     return RunResult(
         fn.name,
         outs,

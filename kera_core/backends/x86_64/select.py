@@ -45,7 +45,31 @@ CTX_FMA = 5
 CTX_FMAF = 6
 CTX_MEMCPY = 7
 CTX_FUNCS = 8  # a table of every function's entry address, in program order
-CTX_CELLS = 9
+CTX_PRINT = 9  # print(site, value, offset, shape*): the runtime formats and writes
+CTX_CELLS = 10
+
+
+def print_sites(program: ir.Program) -> dict[int, ir.Print]:
+    """Every `print` of a program by site number: function index << 20 | ordinal, in the
+    statement walk order (the runtime rebuilds the same table from the same program)."""
+    out: dict[int, ir.Print] = {}
+    for k, lf in enumerate(program.functions.values()):
+        found: list[ir.Print] = []
+        _walk_prints(lf.body, found)
+        for j, st in enumerate(found):
+            out[(k << 20) | j] = st
+    return out
+
+
+def _walk_prints(stmts: list, found: list) -> None:
+    for st in stmts:
+        if isinstance(st, ir.Print):
+            found.append(st)
+        for attr in ("cond", "body", "then", "orelse"):
+            inner = getattr(st, attr, None)
+            if isinstance(inner, list):
+                _walk_prints(inner, found)
+
 
 ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
 MXCSR_DEFAULT = 0x1F80  # round to nearest, all exceptions masked, FTZ = DAZ = 0
@@ -88,6 +112,7 @@ class Selector:
         self.program = program
         self.isa = isa
         self.order = list(program.functions)  # a callee's index in the ctx function table
+        self.sites = {id(st): k for k, st in print_sites(program).items()}
         self.next_id = 0
         self.regs: dict[int, VReg] = {}
         self.blocks: list[Block] = []
@@ -279,6 +304,8 @@ class Selector:
                 self.copy_stmt(s)
             elif t is ir.Call:
                 self.call(s)
+            elif t is ir.Print:
+                self.print_stmt(s)
             else:
                 raise NotSelected(f"x86_64 does not select {type(s).__name__}")
 
@@ -485,6 +512,30 @@ class Selector:
         self.emit(I.add(dst, self.buf_reg(s.dst)))
         self.emit(I.add(src, self.buf_reg(s.src)))
         self.c_call(CTX_MEMCPY, [dst, src, n], [], None)
+
+    def print_stmt(self, s: ir.Print) -> None:
+        site = self.sites[id(s)]
+        value = self.int_const(0)
+        offset = self.int_const(0)
+        if isinstance(s.value, ir.Buf):
+            value = self.buf_reg(s.value)
+            if s.offset is not None:
+                offset = self.get(s.offset)
+        elif s.value is not None:
+            v = self.get(s.value)
+            if v.cls is RegClass.FLOAT:
+                bits = self.vreg(RegClass.INT)
+                self.emit(I.movq_from_xmm(bits, self.canon(v, s.value.type)))
+                value = bits
+            else:
+                value = v
+        self.max_cells = max(self.max_cells, len(s.shape))
+        for k, d in enumerate(s.shape):
+            self.emit(I.store(I.mem(R.RSP, CALL_CELLS_AT + 8 * k), self.get(d)))
+        shape = self.vreg(RegClass.INT)
+        self.emit(I.mov(shape, R.RSP))
+        self.emit(I.alu_imm("add", shape, CALL_CELLS_AT))
+        self.c_call(CTX_PRINT, [self.int_const(site), value, offset, shape], [], None)
 
     def call(self, s: ir.Call) -> None:
         callee = self.program.functions[s.fn]
