@@ -296,3 +296,12 @@ def test_a_second_build_of_the_same_function_compiles_nothing(monkeypatch) -> No
     assert X.read(again)[1] == first and calls == []  # same code; the new graph's fingerprint
     X.build(edited.graph, "g", X.isa_for("sse2"))
     assert len(calls) == 1
+
+
+def test_functions_with_one_body_keep_their_own_names() -> None:
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    m = _module("pub fn f0(a: i64) -> i64 { a }\npub fn f1(a: i64) -> i64 { a }\n")
+    assert m.graph.functions["f0"].hash == m.graph.functions["f1"].hash
+    for name in ("f0", "f1", "f0"):
+        check(m, m.graph, name, LEVELS[0], sizes=(0,))

@@ -86,7 +86,7 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
     return []
 
 
-_CACHE: OrderedDict[tuple[bytes, Isa], Compiled] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, bytes, Isa], Compiled] = OrderedDict()
 CACHE_SIZE = 64
 
 
@@ -95,7 +95,8 @@ def compiled(graph: Graph, fn: str, isa: Isa) -> Compiled:
     calls: callees are named by hash) and the ISA level: a second build of the same function
     — the language server's preview after an edit elsewhere, `kera run --target all` — costs
     no compilation."""
-    key = (graph.functions[fn].hash, isa)
+    # the name too: two functions with one body share a hash, and the code is named
+    key = (fn, graph.functions[fn].hash, isa)
     got = _CACHE.get(key)
     if got is not None:
         _CACHE.move_to_end(key)
