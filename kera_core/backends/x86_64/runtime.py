@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import time
 from typing import TextIO
 
 import numpy as np
@@ -172,6 +173,7 @@ def run(
     stdout: TextIO | None = None,
     max_steps: int | None = None,
     memory_limit: int = DEFAULT_MEMORY,
+    call_times: list | None = None,
 ) -> RunResult:
     check_host_fp()
     g = source.graph if hasattr(source, "graph") else source
@@ -214,7 +216,10 @@ def run(
     tee = _Tee(stdout)
     printer = Printer(prog, tee)
     ctx[S.CTX_PRINT] = ctypes.cast(printer.callback, ctypes.c_void_p).value
+    t0 = time.perf_counter()
     rc = loaded.entry[fn_name](ctypes.addressof(io), ctypes.addressof(ctx))
+    if call_times is not None:  # bench/x86_bench.py: the native call alone
+        call_times.append(time.perf_counter() - t0)
     if rc:
         heap.live.clear()
         code = CODE_NAMES.get(int(rc), "R0008")
