@@ -220,7 +220,9 @@ def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
         for lane in lanes:
             e.assign(lane, zero)
         full = e.op("div", e.op("sub", end, base), imm("i64", LANES))
-        with e.loop(imm("i64", 0), full, mark="lanes", name="g") as g:
+        # sequential: each group adds into the lanes of the one before (the lanes themselves
+        # are independent: 16 scalar accumulators, one per lane)
+        with e.loop(imm("i64", 0), full, name="g") as g:
             at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
             for j, lane in enumerate(lanes):
                 e.op("add", lane, get(e.op("add", at, imm("i64", j))), into=lane)
