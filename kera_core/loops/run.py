@@ -16,13 +16,14 @@ from kera_core.loops.ir import Program
 from kera_core.loops.lower import lower_program
 
 
-def _flatten(t, v, out: list) -> None:
+def flatten_value(t, v, out: list) -> None:
+    """Append the leaves of a host value of type `t` in the loop program's parameter order
+    (struct fields in declaration order). Tensors are appended as they are: `value_in` gave
+    the run its own copy, which the program may write."""
     t = strip_ref(t)
     if isinstance(t, Struct):
         for (_, ft), x in zip(t.fields, v, strict=True):
-            _flatten(ft, x, out)
-    elif isinstance(t, Tensor):
-        out.append(np.array(v, copy=True).reshape(-1))  # the run owns its copy
+            flatten_value(ft, x, out)
     else:
         out.append(v)
 
@@ -56,7 +57,9 @@ def run_function(
     prog = program if program is not None else lower_program(g, fn_name)
     flat: list = [bound[i] for i in range(fn.type.n_dims)]
     for t, v in zip(fn.type.params, args, strict=True):
-        _flatten(t, v, flat)
+        leaves: list = []
+        flatten_value(t, v, leaves)
+        flat += [x.reshape(-1) if isinstance(x, np.ndarray) else x for x in leaves]
     tee = _Tee(stdout)
     machine = Interpreter(prog, stdout=tee, max_steps=max_steps)
     with np.errstate(all="ignore"):

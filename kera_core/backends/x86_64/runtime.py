@@ -25,6 +25,7 @@ from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.loops import ir
 from kera_core.loops.lower import lower_program
 from kera_core.loops.prims import DTYPES
+from kera_core.loops.run import flatten_value
 from kera_core.native import jit
 
 DEFAULT_MEMORY = 1 << 30  # bytes a run may allocate
@@ -187,7 +188,7 @@ def run(
     cells: list[int] = [bound[i] for i in range(fn.type.n_dims)]
     for group, (t, v) in zip(lf.params, zip(fn.type.params, args, strict=True), strict=True):
         flat: list = []
-        _flatten(t, v, flat)
+        flatten_value(t, v, flat)
         for x, val in zip(group, flat, strict=True):
             if isinstance(x, ir.Buf):
                 # value_in made a private, C-ordered, canonicalised copy: the code may write it
@@ -267,15 +268,6 @@ def _dim(d, dim_of) -> int:
     if isinstance(d, ir.Imm):
         return d.bits
     return dim_of[d.id]
-
-
-def _flatten(t, v, out: list) -> None:
-    t = strip_ref(t)
-    if isinstance(t, Struct):
-        for (_, ft), x in zip(t.fields, v, strict=True):
-            _flatten(ft, x, out)
-    else:
-        out.append(v)
 
 
 def _rebuild(t, it):

@@ -88,6 +88,37 @@ CALLER_SAVED = (
 )
 
 
+# A buffer element into a register in canonical form (sign/zero-extended, or an xmm).
+LOAD = {
+    "f64": Code.MOVSD_XMM_XMMM64,
+    "f32": Code.MOVSS_XMM_XMMM32,
+    "i64": Code.MOV_R64_RM64,
+    "u64": Code.MOV_R64_RM64,
+    "i32": Code.MOVSXD_R64_RM32,
+    "u32": Code.MOV_R32_RM32,
+    "i16": Code.MOVSX_R64_RM16,
+    "u16": Code.MOVZX_R64_RM16,
+    "i8": Code.MOVSX_R64_RM8,
+    "u8": Code.MOVZX_R64_RM8,
+    "bool": Code.MOVZX_R64_RM8,
+}
+
+# A register's low bytes into a buffer element.
+STORE = {
+    "f64": Code.MOVSD_XMMM64_XMM,
+    "f32": Code.MOVSS_XMMM32_XMM,
+    "i64": Code.MOV_RM64_R64,
+    "u64": Code.MOV_RM64_R64,
+    "i32": Code.MOV_RM32_R32,
+    "u32": Code.MOV_RM32_R32,
+    "i16": Code.MOV_RM16_R16,
+    "u16": Code.MOV_RM16_R16,
+    "i8": Code.MOV_RM8_R8,
+    "u8": Code.MOV_RM8_R8,
+    "bool": Code.MOV_RM8_R8,
+}
+
+
 class NotSelected(Exception):
     """The loop program uses something this backend does not select (a compile-time gap)."""
 
@@ -329,38 +360,14 @@ class Selector:
         m = self.address(s.buf, s.index)
         d = self.reg_of(s.dst)
         t = s.buf.elem
-        code = {
-            "f64": Code.MOVSD_XMM_XMMM64,
-            "f32": Code.MOVSS_XMM_XMMM32,
-            "i64": Code.MOV_R64_RM64,
-            "u64": Code.MOV_R64_RM64,
-            "i32": Code.MOVSXD_R64_RM32,
-            "u32": Code.MOV_R32_RM32,
-            "i16": Code.MOVSX_R64_RM16,
-            "u16": Code.MOVZX_R64_RM16,
-            "i8": Code.MOVSX_R64_RM8,
-            "u8": Code.MOVZX_R64_RM8,
-            "bool": Code.MOVZX_R64_RM8,
-        }[t]
+        code = LOAD[t]
         self.emit(X86Inst(code, (RegOp(d, DEF), _with_role(m, USE))))
 
     def store(self, s: ir.Store) -> None:
         m = self.address(s.buf, s.index)
         v = self.get(s.value)
         t = s.buf.elem
-        code = {
-            "f64": Code.MOVSD_XMMM64_XMM,
-            "f32": Code.MOVSS_XMMM32_XMM,
-            "i64": Code.MOV_RM64_R64,
-            "u64": Code.MOV_RM64_R64,
-            "i32": Code.MOV_RM32_R32,
-            "u32": Code.MOV_RM32_R32,
-            "i16": Code.MOV_RM16_R16,
-            "u16": Code.MOV_RM16_R16,
-            "i8": Code.MOV_RM8_R8,
-            "u8": Code.MOV_RM8_R8,
-            "bool": Code.MOV_RM8_R8,
-        }[t]
+        code = STORE[t]
         self.emit(X86Inst(code, (_with_role(m, DEF), RegOp(v, USE))))
 
     def tick(self) -> None:
