@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import sys
 
 import pytest
 from iced_x86 import Code, Instruction, MemoryOperand, Register
@@ -18,8 +17,9 @@ from kera_core.native.x86 import inst as I
 from kera_core.native.x86 import regs as R
 from kera_core.native.x86.emit import assemble, call_address, encode
 from kera_core.native.x86.target import x86_64_target
+from tests.tools import native_only
 
-linux = pytest.mark.skipif(sys.platform != "linux", reason="the JIT runs on Linux only")
+linux = native_only(needs_x86=False)
 i64, f64 = ctypes.c_int64, ctypes.c_double
 INT, FLOAT = RegClass.INT, RegClass.FLOAT
 CALLEE = (R.RBX, R.R12, R.R13, R.R14, R.R15, R.RBP)

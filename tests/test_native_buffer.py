@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-import platform
 import struct
-import sys
 
 import capstone
 import pytest
@@ -15,10 +13,9 @@ from kera_core.native import cpu, jit
 from kera_core.native.arm64 import fixups as A64
 from kera_core.native.buffer import BufferError, CodeBuffer, FixupRangeError
 from kera_core.native.x86.emit import encode, encode_branch, encode_rip_relative
+from tests.tools import native_only, tool_missing
 
-native = pytest.mark.skipif(
-    sys.platform != "linux" or platform.machine() != "x86_64", reason="x86-64 Linux JIT"
-)
+native = native_only()
 
 
 def decode_all(code: bytes):
@@ -148,8 +145,9 @@ def test_rip_relative_pool_loads_run():
 
 
 @native
-@pytest.mark.skipif(not cpu.detect().avx, reason="needs AVX")
 def test_32_byte_aligned_pool_constant_is_usable_by_vmovaps():
+    if not cpu.detect().avx:
+        tool_missing("vmovaps ymm needs a CPU with AVX (DESIGN.md: these machines have AVX2)")
     buf = CodeBuffer()
     buf.put(b"\x90")  # misalign the code end on purpose
     c = buf.constant(struct.pack("<4d", 7.25, 1, 2, 3), 32)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import random
-import sys
 
 import pytest
 
@@ -24,8 +23,9 @@ from kera_core.native.x86 import interp
 from kera_core.native.x86 import regs as R
 from kera_core.native.x86.emit import assemble, call_address, encode
 from kera_core.native.x86.target import x86_64_target
+from tests.tools import native_only
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the JIT runs on Linux only")
+pytestmark = native_only(needs_x86=False)
 
 M64 = (1 << 64) - 1
 i64 = ctypes.c_int64
