@@ -68,3 +68,21 @@ def path_of(version: str) -> str:
                 f"found {sorted(NEOVIMS)}"
             )
     return NEOVIMS[version]
+
+
+def run_headless(cmd: list[str], cwd, env: dict, timeout_s: int) -> subprocess.CompletedProcess:
+    """Run a headless Neovim; a hang is a test failure with what it printed."""
+    import pytest
+
+    try:
+        return subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"nvim did not finish in {timeout_s} s: {exc.stdout!r} {exc.stderr!r}")

@@ -80,18 +80,7 @@ def _run_nvim(nvim: str, script: str, workdir: Path, env: dict[str, str]) -> dic
         "-c",
         f"luafile {lua}",
     ]
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=workdir,
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=SESSION_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"nvim did not finish in {SESSION_TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
+    proc = neovims.run_headless(cmd, workdir, full_env, SESSION_TIMEOUT_S)
     if not out.exists():
         pytest.fail(
             f"nvim wrote no result (exit {proc.returncode}):\n"

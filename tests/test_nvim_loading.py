@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -220,18 +219,7 @@ def _run(nvim: str, mode: str, work: Path, more: bool) -> dict:
         "KERA_MORE": "1" if more else "0",
     }
     cmd = [nvim, "--headless", "-i", "NONE", "-n", "a.kera", "b.kera", "-c", f"luafile {check}"]
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=proj,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"nvim did not finish in {TIMEOUT_S} s: {exc.stdout!r} {exc.stderr!r}")
+    proc = neovims.run_headless(cmd, proj, env, TIMEOUT_S)
     if not result.exists():
         pytest.fail(f"nvim wrote no result (exit {proc.returncode}): {proc.stderr[-3000:]}")
     out = json.loads(result.read_text())

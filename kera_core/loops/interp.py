@@ -15,6 +15,7 @@ import numpy as np
 
 from kera_core.interp import printing
 from kera_core.interp.errors import InterpError
+from kera_core.interp.values import DTYPES
 from kera_core.loops.ir import (
     Alloc,
     Buf,
@@ -34,7 +35,7 @@ from kera_core.loops.ir import (
     Var,
     While,
 )
-from kera_core.loops.prims import DTYPES, PRIMS
+from kera_core.loops.prims import PRIMS
 
 
 class LoopProgramError(Exception):

@@ -28,11 +28,12 @@ appends statements. A graph value becomes
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
-from kera_core.ir.types import Prim, RangeType, Ref, Struct, Sym, Tensor, TokenType, Type, Unit
+from kera_core.ir.types import Prim, Ref, Struct, Sym, Tensor, TokenType, Type, strip_ref
 from kera_core.loops import composite as C
 from kera_core.loops.emit import Emitter, imm
 from kera_core.loops.ir import (
@@ -126,6 +127,25 @@ def lower_program(graph: Graph, fn: str | None = None) -> Program:
     for name in names:
         low.function(graph.functions[name])
     return prog
+
+
+_PROGRAMS: OrderedDict[tuple[str, bytes], Program] = OrderedDict()
+PROGRAM_CACHE = 64
+
+
+def program_of(graph: Graph, fn: str) -> Program:
+    """`lower_program(graph, fn)`, cached by the function's name and hash (the hash covers
+    its callees, named by hash): a backend's compile and every run of the same function
+    share one lowering. The program is never changed after lowering."""
+    key = (fn, graph.functions[fn].hash)
+    got = _PROGRAMS.get(key)
+    if got is None:
+        got = _PROGRAMS[key] = lower_program(graph, fn)
+        while len(_PROGRAMS) > PROGRAM_CACHE:
+            _PROGRAMS.popitem(last=False)
+    else:
+        _PROGRAMS.move_to_end(key)
+    return got
 
 
 class _Lowerer:
@@ -1143,7 +1163,7 @@ class _FnLowering:
                         v = e.var(x.type, "r")
                         vals.append(v)
                         results_flat.append(v)
-            template = self.template(strip(t))
+            template = self.template(strip_ref(t))
             outs.append(rebuild(template, vals) if isinstance(template, tuple) else vals[0])
         e.emit(Call(callee.name, tuple(flat_args), tuple(results_flat)))
         for o in outs:
@@ -1155,11 +1175,11 @@ class _FnLowering:
 
     def template(self, t: Type):
         if isinstance(t, Struct):
-            return tuple(self.template(strip(ft)) for _, ft in t.fields)
+            return tuple(self.template(strip_ref(ft)) for _, ft in t.fields)
         return 0
 
     def result_shapes(self, t: Type) -> list:
-        t = strip(t)
+        t = strip_ref(t)
         if isinstance(t, Struct):
             out = []
             for _, ft in t.fields:
@@ -1221,10 +1241,10 @@ def reads_before_updates(nodes: list[Node]) -> list[Node]:
     for n in order:
         if n.op == "index" and isinstance(n.types[0], Prim):
             readers.setdefault(n.inputs[0], []).append(n)
+    pos = {n.hash: k for k, n in enumerate(order)}  # kept current as nodes move
     for u in [n for n in order if n.op == "update"]:
         t = u.inputs[0]
         for r in readers.get(t, ()):
-            pos = {n.hash: k for k, n in enumerate(order)}
             pu, pr = pos[u.hash], pos.get(r.hash)
             if pr is None or pr < pu:
                 continue
@@ -1252,22 +1272,18 @@ def reads_before_updates(nodes: list[Node]) -> list[Node]:
             moved = [n for n in order[pu : pr + 1] if n.hash in closure]
             rest = [n for n in order[pu : pr + 1] if n.hash not in closure]
             order[pu : pr + 1] = moved + rest
+            for k in range(pu, pr + 1):
+                pos[order[k].hash] = k
     return order
 
 
-def strip(t: Type) -> Type:
-    return t.inner if isinstance(t, Ref) else t
-
-
 def _elem_name(t: Type) -> str:
-    t = strip(t)
+    t = strip_ref(t)
     if isinstance(t, Tensor):
         return t.elem.name
     if isinstance(t, Prim):
         return t.name
-    if isinstance(t, (RangeType, Unit)):
-        return "i64"
-    return "i64"
+    return "i64"  # a range's counter
 
 
 def _same(a: Operand, b: Operand) -> bool:

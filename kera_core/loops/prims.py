@@ -16,21 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kera_core.interp import fp
+from kera_core.interp.values import DTYPES
 from kera_core.loops.ir import BITS, is_float, is_signed
 
-DTYPES = {
-    "bool": np.bool_,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-    "u8": np.uint8,
-    "u16": np.uint16,
-    "u32": np.uint32,
-    "u64": np.uint64,
-    "f32": np.float32,
-    "f64": np.float64,
-}
 UINT_OF_WIDTH = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 

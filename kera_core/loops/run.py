@@ -13,7 +13,7 @@ from kera_core.interp.values import concrete_type, value_out
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.loops.interp import Interpreter
 from kera_core.loops.ir import Program
-from kera_core.loops.lower import lower_program
+from kera_core.loops.lower import program_of
 
 
 def flatten_value(t, v, out: list) -> None:
@@ -38,6 +38,17 @@ def _rebuild(t, it):
     return v
 
 
+def prepare(source, fn_name: str, inputs: dict, dims: dict | None, program: Program | None = None):
+    """What every runner of a loop program starts with: the entry's signature, its checked
+    arguments and dimensions (`interp.api.bind_inputs`, so bad arguments fail alike on every
+    target) and its (cached) loop program."""
+    check_host_fp()
+    g = source.graph if hasattr(source, "graph") else source
+    sig = entry_signature(source, fn_name)
+    args, bound = bind_inputs(sig, inputs, dims)
+    return sig, args, bound, program if program is not None else program_of(g, fn_name)
+
+
 def run_function(
     source,
     fn_name: str,
@@ -49,12 +60,8 @@ def run_function(
     max_steps: int | None = None,
 ) -> RunResult:
     """``interp.run_function``, computed by the loop program's interpreter."""
-    check_host_fp()
-    g = source.graph if hasattr(source, "graph") else source
-    sig = entry_signature(source, fn_name)
+    sig, args, bound, prog = prepare(source, fn_name, inputs, dims, program)
     fn = sig.function
-    args, bound = bind_inputs(sig, inputs, dims)
-    prog = program if program is not None else lower_program(g, fn_name)
     flat: list = [bound[i] for i in range(fn.type.n_dims)]
     for t, v in zip(fn.type.params, args, strict=True):
         leaves: list = []

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from kera_core.backends.x86_64.select import Isa, NotSelected, Selector
 from kera_core.ir.graph import Graph
-from kera_core.loops import NotLowered, lower_program
+from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
+from kera_core.loops.lower import program_of
 from kera_core.native import cpu
 from kera_core.native.x86.emit import assemble
 from kera_core.native.x86.target import x86_64_target
@@ -101,7 +102,7 @@ def compiled(graph: Graph, fn: str, isa: Isa) -> Compiled:
     if got is not None:
         _CACHE.move_to_end(key)
         return got
-    comp = compile_program(lower_program(graph, fn), isa)
+    comp = compile_program(program_of(graph, fn), isa)
     _CACHE[key] = comp
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)

@@ -17,15 +17,14 @@ import numpy as np
 
 from kera_core.backends.x86_64 import select as S
 from kera_core.interp import printing
-from kera_core.interp.api import Output, RunResult, _Tee, bind_inputs, entry_signature
+from kera_core.interp.api import Output, RunResult, _Tee
 from kera_core.interp.errors import InterpError
-from kera_core.interp.fp import canon, check_host_fp
-from kera_core.interp.values import concrete_type, value_out
-from kera_core.ir.types import Struct, Tensor, strip_ref
+from kera_core.interp.fp import canon
+from kera_core.interp.values import DTYPES, concrete_type, value_out
+from kera_core.ir.types import Struct, strip_ref
 from kera_core.loops import ir
-from kera_core.loops.lower import lower_program
-from kera_core.loops.prims import DTYPES
-from kera_core.loops.run import flatten_value
+from kera_core.loops.interp import imm_value
+from kera_core.loops.run import flatten_value, prepare
 from kera_core.native import jit
 
 DEFAULT_MEMORY = 1 << 30  # bytes a run may allocate
@@ -154,14 +153,9 @@ def _cell(t: str, v) -> int:
 
 
 def _from_cell(t: str, bits: int):
-    bits &= (1 << 64) - 1
-    if t == "f64":
-        return np.array(bits, dtype=np.uint64).view(np.float64)[()]
-    if t == "f32":
-        return np.array(bits & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()]
-    if t == "bool":
-        return np.bool_(bits & 1)
-    return np.array(bits, dtype=np.uint64).astype(DTYPES[t])[()]
+    """A result cell (the value's bits in the low end of 64) as the numpy scalar."""
+    width = 8 if t == "bool" else ir.BITS[t]
+    return imm_value(ir.Imm(t, bits & ((1 << width) - 1)))
 
 
 def run(
@@ -176,12 +170,8 @@ def run(
     memory_limit: int = DEFAULT_MEMORY,
     call_times: list | None = None,
 ) -> RunResult:
-    check_host_fp()
-    g = source.graph if hasattr(source, "graph") else source
-    sig = entry_signature(source, fn_name)
+    sig, args, bound, prog = prepare(source, fn_name, inputs, dims)
     fn = sig.function
-    args, bound = bind_inputs(sig, inputs, dims)
-    prog = lower_program(g, fn_name)
     lf = prog.functions[fn_name]
     keep: list[np.ndarray] = []
     params_at: dict[int, np.ndarray] = {}
@@ -271,9 +261,7 @@ def _dim(d, dim_of) -> int:
 
 
 def _rebuild(t, it):
+    """The output value of type `t` from its flattened leaves (structs become tuples)."""
     if isinstance(t, Struct):
         return tuple(_rebuild(strip_ref(ft), it) for _, ft in t.fields)
-    v = next(it)
-    if isinstance(t, Tensor):
-        return v
-    return v
+    return next(it)
