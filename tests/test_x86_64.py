@@ -305,3 +305,28 @@ def test_functions_with_one_body_keep_their_own_names() -> None:
     assert m.graph.functions["f0"].hash == m.graph.functions["f1"].hash
     for name in ("f0", "f1", "f0"):
         check(m, m.graph, name, LEVELS[0], sizes=(0,))
+
+
+JAMMED = """
+pub fn mm32[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) }
+pub fn mm64[M, K, N](a: &f64[M, K], b: &f64[K, N]) -> f64[M, N] { matmul(a, b) }
+pub fn cv[N, K](x: &f32[N], k: &f32[K]) -> f32[N] { conv1d(x, k) }
+pub fn s64[N](x: &f64[N]) -> f64 { sum(x * x) }
+pub fn sm[N](x: &f32[N]) -> f32[N] { softmax(x) }
+"""
+
+
+def test_jammed_vector_loops_with_inner_chains_bit_for_bit() -> None:
+    """Matmul's columns, conv1d's outputs and the canonical sum's lanes run as jammed ymm
+    loops whose accumulators stay in registers across the inner loop: every size around
+    the vector width and the jam (W, 2W, 4W ± 1) gives the interpreter's bits."""
+    if "avx2" not in LEVELS:
+        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+    m = _module(JAMMED)
+    for name in ("mm32", "s64"):
+        _, comp = X.build(m.graph, name, X.isa_for("avx2"))
+        assert any("ymm" in ln for ln in comp.listings[name]), name
+    for name in ("mm32", "mm64", "cv"):
+        check(m, m.graph, name, "avx2", sizes=(0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 40))
+    for name in ("s64", "sm"):
+        check(m, m.graph, name, "avx2", sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 2049))

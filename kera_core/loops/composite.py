@@ -208,32 +208,32 @@ def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
     sizes = e.buf("i64", imm("i64", depth), name="sizes")
     from kera_core.loops.ir import Alloc, Free
 
+    lanesum = e.buf(t, imm("i64", LANES), name="lanes")
     e.emit(Alloc(vals))
     e.emit(Alloc(sizes))
+    e.emit(Alloc(lanesum))
     sp = e.var("i64", "sp")
     e.assign(sp, imm("i64", 0))
     tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
     with e.loop(imm("i64", 0), tiles, name="tile") as ti:
         base = e.op("mul", ti, imm("i64", TILE))
         end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
-        lanes = [e.var(t, f"lane{j}") for j in range(LANES)]
-        for lane in lanes:
-            e.assign(lane, zero)
         full = e.op("div", e.op("sub", end, base), imm("i64", LANES))
-        # sequential: each group adds into the lanes of the one before (the lanes themselves
-        # are independent: 16 scalar accumulators, one per lane)
-        with e.loop(imm("i64", 0), full, name="g") as g:
-            at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
-            for j, lane in enumerate(lanes):
-                e.op("add", lane, get(e.op("add", at, imm("i64", j))), into=lane)
+        # lane j adds elements base + 16·g + j in order of g; the lanes are independent (a
+        # `lanes` loop: a backend runs them as vectors, each lane's chain kept in order)
+        with e.loop(imm("i64", 0), imm("i64", LANES), mark="lanes", name="lane") as j:
+            lane = e.var(t, "lane")
+            e.assign(lane, zero)
+            with e.loop(imm("i64", 0), full, name="g") as g:
+                at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
+                e.op("add", lane, get(e.op("add", at, j)), into=lane)
+            e.store(lanesum, j, lane)
+        # the tile's last partial group: lanes 0 … rest-1 take one element more
         tail = e.op("add", base, e.op("mul", full, imm("i64", LANES)))
-        for j, lane in enumerate(lanes):
-            idx = e.op("add", tail, imm("i64", j))
-            with e.block() as then:
-                e.op("add", lane, get(idx), into=lane)
-            e.emit(If(e.op("lt", idx, end), then, []))
+        with e.loop(imm("i64", 0), e.op("sub", end, tail), name="rest") as j:
+            e.store(lanesum, j, e.op("add", e.load(lanesum, j), get(e.op("add", tail, j))))
         width = LANES
-        acc = list(lanes)
+        acc = [e.load(lanesum, imm("i64", j)) for j in range(LANES)]
         while width > 1:
             width //= 2
             acc = [e.op("add", acc[j], acc[j + width]) for j in range(width)]
@@ -267,6 +267,7 @@ def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
     e.emit(If(e.op("gt", sp, imm("i64", 0)), then, []))
     e.emit(Free(vals))
     e.emit(Free(sizes))
+    e.emit(Free(lanesum))
     return total
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from iced_x86 import Code
 
 from kera_core.backends.x86_64 import vector
-from kera_core.loops import ir
+from kera_core.loops import ir, vectorize
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
 from kera_core.native.vcode import Block, PReg, RegClass, VCodeFunction, VReg
 from kera_core.native.x86 import inst as I
@@ -388,9 +388,9 @@ class Selector:
         hi = self.vreg(RegClass.INT)
         self.copy(i, self.get(s.lo))
         self.copy(hi, self.get(s.hi))
-        t = vector.plan(s, self.seen_vars()) if self.isa.vectors else None
-        if t is not None:
-            self.vector_part(s, t, i, hi)
+        p = vectorize.plan(s, self.seen_vars(), vector.TARGET) if self.isa.vectors else None
+        if p is not None:
+            self.vector_part(s, p, i, hi)
         head, body, done = self.label("head"), self.label("body"), self.label("done")
         self.jump(head)
         self.start(head)
@@ -409,31 +409,37 @@ class Selector:
         """Every loop-program Var selected so far (defined before the current point)."""
         return {k for k in self.regs if isinstance(k, int)}
 
-    def vector_part(self, s: ir.Loop, t: str, i: VReg, hi: VReg) -> None:
-        """Iterations [i, i + W·⌊(hi − i)/W⌋) as vector steps; `i` ends where the scalar loop
-        takes over for the rest."""
-        vec = vector.VectorLoop(self, s, t)
+    def vector_part(self, s: ir.Loop, p: vectorize.LanesPlan, i: VReg, hi: VReg) -> None:
+        """The loop's first iterations as vector steps — jam × W lanes a step, then W — and
+        `i` ends where the scalar loop takes over for the rest."""
+        vec = vector.VectorLoop(self, p)
         vec.emit_prelude()
-        end = self.vreg(RegClass.INT)
-        n = self.vreg(RegClass.INT)
-        zero = self.int_const(0)
-        self.copy(n, hi)
-        self.emit(I.sub(n, i))
-        self.emit(I.cmp(n, zero))
-        self.emit(X86Inst(Code.CMOVL_R64_RM64, (RegOp(n, USEDEF), RegOp(zero, USE)), flags="r"))
-        self.emit(I.alu_imm("and", n, -vec.width))
-        self.copy(end, i)
-        self.emit(I.add(end, n))
-        head, body, done = self.label("vhead"), self.label("vbody"), self.label("vdone")
-        self.jump(head)
-        self.start(head)
-        self.emit(I.cmp(i, end))
-        self.branch("ge", done, body)
-        self.start(body)
-        vec.body(i)
-        self.emit(I.alu_imm("add", i, vec.width))
-        self.jump(head)
-        self.start(done)
+        for jam in (p.jam, 1) if p.jam > 1 else (1,):
+            step = p.width * jam
+            end = self.vreg(RegClass.INT)
+            n = self.vreg(RegClass.INT)
+            zero = self.int_const(0)
+            self.copy(n, hi)
+            self.emit(I.sub(n, i))
+            self.emit(I.cmp(n, zero))
+            self.emit(
+                X86Inst(Code.CMOVL_R64_RM64, (RegOp(n, USEDEF), RegOp(zero, USE)), flags="r")
+            )
+            self.emit(I.alu_imm("and", n, -step))
+            self.copy(end, i)
+            self.emit(I.add(end, n))
+            head, body, done = self.label("vhead"), self.label("vbody"), self.label("vdone")
+            self.jump(head)
+            self.start(head)
+            self.emit(I.cmp(i, end))
+            self.branch("ge", done, body)
+            self.start(body)
+            vec.step(i, jam)
+            self.emit(I.alu_imm("add", i, step))
+            self.jump(head)
+            self.start(done)
+        # the scalar code after is SSE: clear the upper halves (no AVX–SSE transition cost)
+        self.emit(X86Inst(Code.VEX_VZEROUPPER, (), side_effect=True))
 
     def while_(self, s: ir.While) -> None:
         head, body, done = self.label("whead"), self.label("wbody"), self.label("wdone")

@@ -1,17 +1,17 @@
-"""Vector selection of the loop program's `lanes` loops (AVX2: 8 × f32 or 4 × f64 per ymm).
+"""AVX2 selection of the loop program's vector plans (8 × f32 or 4 × f64 per ymm).
 
-A `lanes` loop says its iterations are independent; this module selects such a loop as a
-vector loop of W iterations per step plus the scalar loop for the remainder, when its body
-is elementwise arithmetic on one float type:
+Which `lanes` loops run as vectors, which values vary per lane, which are uniform and how
+many vectors a step jams is decided by the shared layer (`kera_core/loops/vectorize.py`,
+from :data:`TARGET`); this module only selects instructions for a plan:
 
-* statements are `Load`, `Store` and float `Op`s (and `i64` index arithmetic);
-* every load and store is at `i + c` for a loop-invariant `c` (unit stride), of that float type;
-* every primitive has an exact vector form: `add sub mul div sqrt fma minimum maximum neg abs`,
-  the comparisons and `select` on their masks (bit for bit the scalar results: each lane is
-  the same IEEE operation);
-* no value is carried from one iteration to the next, and none is read after the loop.
-
-Anything else stays scalar (the loop program is still right, only slower).
+* a varying value is one ymm register per jammed copy; a contiguous index is one general
+  register per copy (the copy's first lane); uniform statements are selected once per step
+  by the scalar selector, and broadcast (`vbroadcastss/sd`) where a varying operation reads
+  them — values of the enclosing code once, before the loop;
+* every primitive of the plan has an exact vector form: `add sub mul div sqrt fma minimum
+  maximum neg abs`, the comparisons and `select` on their masks (each lane is the same IEEE
+  operation as the scalar code, so the bits are the scalar bits);
+* inner `seq` loops stay loops (uniform bounds), their varying accumulators stay in ymm.
 """
 
 from __future__ import annotations
@@ -20,12 +20,19 @@ from iced_x86 import Code
 
 from kera_core.loops import ir
 from kera_core.loops.ir import Imm
+from kera_core.loops.vectorize import LanesPlan, VectorTarget
 from kera_core.native.vcode import RegClass, VReg
 from kera_core.native.x86 import inst as I
 from kera_core.native.x86.inst import DEF, USE, USEDEF, ImmOp, MemOp, RegOp, X86Inst
 
-FLOAT_OPS = {"add", "sub", "mul", "div", "sqrt", "fma", "minimum", "maximum", "neg", "abs"}
 COMPARES = {"eq": 0, "lt": 1, "le": 2, "ne": 4}  # vcmpps predicates (ordered; ne unordered-true)
+VECTOR_OPS = frozenset(
+    {"add", "sub", "mul", "div", "sqrt", "fma", "minimum", "maximum", "neg", "abs", "select"}
+    | set(COMPARES)
+    | {"gt", "ge"}
+)
+# 16 ymm less the two scratch registers the allocator keeps
+TARGET = VectorTarget(width_bytes=32, registers=14, ops=VECTOR_OPS)
 
 
 def _suffix(t: str) -> str:
@@ -36,86 +43,19 @@ def _code(name: str, t: str) -> int:
     return getattr(Code, f"VEX_V{name}{_suffix(t)}_YMM_YMM_YMMM256")
 
 
-def plan(loop: ir.Loop, defined_outside: set[int]) -> str | None:
-    """The float type a `lanes` loop vectorises over, or None if it stays scalar."""
-    if loop.mark != "lanes" or loop.counted:
-        return None
-    t = None
-    index_vars = {loop.var.id}
-    body_defs: set[int] = set()
-    for s in loop.body:
-        if isinstance(s, ir.Op):
-            if (
-                s.dst.type == "i64"
-                and s.op == "add"
-                and _is_index(s.args, index_vars, defined_outside)
-            ):
-                index_vars.add(s.dst.id)
-                body_defs.add(s.dst.id)
-                continue
-            ft = s.dst.type if s.dst.type != "bool" else s.args[0].type
-            if ft not in ("f32", "f64") or (t is not None and ft != t):
-                return None
-            t = ft
-            if (
-                s.op not in FLOAT_OPS
-                and s.op not in COMPARES
-                and s.op not in ("gt", "ge", "select")
-            ):
-                return None
-            if s.op == "select" and s.args[0].type != "bool":
-                return None
-            for a in s.args:
-                if isinstance(a, ir.Var) and a.id not in body_defs and a.id not in defined_outside:
-                    return None  # read before written here: carried across iterations
-                if isinstance(a, ir.Var) and a.id in index_vars:
-                    return None
-            if s.dst.id in body_defs or s.dst.id in defined_outside:
-                return None  # assigned twice, or a value of the enclosing code
-            body_defs.add(s.dst.id)
-        elif isinstance(s, (ir.Load, ir.Store)):
-            if s.buf.elem not in ("f32", "f64") or (t is not None and s.buf.elem != t):
-                return None
-            t = s.buf.elem
-            if not (isinstance(s.index, ir.Var) and s.index.id in index_vars):
-                return None
-            if isinstance(s, ir.Load):
-                if s.dst.id in body_defs or s.dst.id in defined_outside:
-                    return None
-                body_defs.add(s.dst.id)
-            elif (
-                isinstance(s.value, ir.Var)
-                and s.value.id not in body_defs
-                and s.value.id not in defined_outside
-            ):
-                return None
-        else:
-            return None
-    return t
-
-
-def _is_index(args, index_vars: set[int], outside: set[int]) -> bool:
-    a, b = args
-
-    def inv(x):
-        return isinstance(x, Imm) or (isinstance(x, ir.Var) and x.id in outside)
-
-    def idx(x):
-        return isinstance(x, ir.Var) and x.id in index_vars
-
-    return (idx(a) and inv(b)) or (inv(a) and idx(b))
-
-
 class VectorLoop:
-    """Emits the vector part of one planned loop through the scalar selector `sel`."""
+    """Emits the vector steps of one planned loop through the scalar selector `sel`."""
 
-    def __init__(self, sel, loop: ir.Loop, t: str) -> None:
+    def __init__(self, sel, p: LanesPlan) -> None:
         self.sel = sel
-        self.loop = loop
-        self.t = t
-        self.width = 8 if t == "f32" else 4
-        self.vregs: dict[int, VReg] = {}
-        self.body_vars = {st.dst.id for st in loop.body if isinstance(st, (ir.Op, ir.Load))}
+        self.plan = p
+        self.loop = p.loop
+        self.t = p.elem
+        self.width = p.width
+        self.invariants: dict = {}
+        self.in_prelude = False
+        self.scalar_reads: set[int] = set()
+        _scalar_reads(p, self.loop.body, self.scalar_reads)
 
     def vreg(self) -> VReg:
         self.sel.next_id += 1
@@ -126,34 +66,48 @@ class VectorLoop:
         got = self.invariants.get(key)
         if got is not None:
             return got
+        if not self.in_prelude and isinstance(x, ir.Var):
+            got = self.uniform.get(x.id)
+            if got is not None:
+                return got
         s = self.sel
-        scalar = s.get(x)  # into the current block: the prelude, or (constants) the body
+        scalar = s.get(x)  # into the current block: the prelude, or (body values) the step
         v = self.vreg()
         code = Code.VEX_VBROADCASTSS_YMM_XMM if self.t == "f32" else Code.VEX_VBROADCASTSD_YMM_XMM
         s.emit(X86Inst(code, (RegOp(v, DEF), RegOp(scalar, USE))))
         if self.in_prelude:
-            self.invariants[key] = v  # a value made in the body is not reused across steps
+            self.invariants[key] = v
+        elif isinstance(x, ir.Var):
+            self.uniform[x.id] = v  # until the value is redefined or the block ends
         return v
 
-    def operand(self, x) -> VReg:
+    def operand(self, x, u: int) -> VReg:
         if isinstance(x, ir.Var) and x.id in self.vregs:
-            return self.vregs[x.id]
+            return self.vregs[x.id][u]
         return self.broadcast(x)
 
     def emit_prelude(self) -> None:
-        """Broadcast every loop-invariant operand once, before the vector loop."""
-        self.invariants: dict = {}
+        """Broadcast every loop-invariant operand once, before the vector loops."""
         self.in_prelude = True
-        for s in self.loop.body:
-            if isinstance(s, ir.Op) and s.dst.type != "i64":
-                for a in s.args:
-                    if not (isinstance(a, ir.Var) and (a.id in self.body_vars)):
-                        if a.type in ("f32", "f64"):
+        body_vars: set[int] = set()
+        _defined(self.loop.body, body_vars)
+        body_vars.add(self.loop.var.id)
+
+        def inv(x) -> bool:
+            return not (isinstance(x, ir.Var) and x.id in body_vars) and x.type in ("f32", "f64")
+
+        def walk(stmts):
+            for s in stmts:
+                if isinstance(s, ir.Op) and self.plan.kind(s.dst) == "varying":
+                    for a in s.args:
+                        if inv(a):
                             self.broadcast(a)
-            elif isinstance(s, ir.Store) and not (
-                isinstance(s.value, ir.Var) and s.value.id in self.body_vars
-            ):
-                self.broadcast(s.value)
+                elif isinstance(s, ir.Store) and inv(s.value):
+                    self.broadcast(s.value)
+                elif isinstance(s, ir.Loop):
+                    walk(s.body)
+
+        walk(self.loop.body)
         t = self.t
         for bits in (
             0x7FC00000 if t == "f32" else 0x7FF8000000000000,
@@ -163,37 +117,121 @@ class VectorLoop:
             self.broadcast(Imm(t, bits))  # the constants of min/max, neg and abs
         self.in_prelude = False
 
-    def body(self, i: VReg) -> None:
-        """One step: W iterations starting at index register `i`."""
+    def step(self, i: VReg, jam: int) -> None:
+        """One step: jam × W iterations starting at index register `i`."""
         s = self.sel
-        offsets: dict[int, VReg] = {self.loop.var.id: i}
+        self.jam = jam
+        self.vregs: dict[int, list[VReg]] = {}
+        self.index: dict[int, list[VReg]] = {self.loop.var.id: [i]}
+        for u in range(1, jam):
+            r = s.vreg(RegClass.INT)
+            s.emit(I.mov(r, i))
+            s.emit(I.alu_imm("add", r, u * self.width))
+            self.index[self.loop.var.id].append(r)
+        self.uniform: dict[int, VReg] = {}
+        self.stmts(self.loop.body)
+
+    def stmts(self, body: list) -> None:
+        s = self.sel
+        p = self.plan
         t = self.t
-        for st in self.loop.body:
-            if isinstance(st, ir.Op) and st.dst.type == "i64":
-                a, b = st.args
-                base, inv = (a, b) if isinstance(a, ir.Var) and a.id in offsets else (b, a)
-                r = s.vreg(RegClass.INT)
-                s.emit(I.mov(r, offsets[base.id]))
-                s.emit(I.add(r, s.get(inv)))
-                offsets[st.dst.id] = r
+        size = 4 if t == "f32" else 8
+        for st in body:
+            if isinstance(st, ir.Loop):
+                self.inner_loop(st)
+            elif isinstance(st, ir.Op):
+                kind = p.kind(st.dst)
+                if kind == "contiguous":
+                    self.index[st.dst.id] = [self.index_op(st, u) for u in range(self.jam)]
+                elif kind == "varying":
+                    outs = [self.op(st, u) for u in range(self.jam)]
+                    self.define(st.dst, outs)
+                else:
+                    s.op(st)
+                    self.uniform.pop(st.dst.id, None)
             elif isinstance(st, ir.Load):
-                v = self.vreg()
-                code = Code.VEX_VMOVUPS_YMM_YMMM256 if t == "f32" else Code.VEX_VMOVUPD_YMM_YMMM256
-                m = MemOp(s.buf_reg(st.buf), offsets[st.index.id], 4 if t == "f32" else 8, 0, USE)
-                s.emit(X86Inst(code, (RegOp(v, DEF), m)))
-                self.vregs[st.dst.id] = v
+                if p.kind(st.dst) == "varying":
+                    code = Code.VEX_VMOVUPS_YMM_YMMM256 if t == "f32" else Code.VEX_VMOVUPD_YMM_YMMM256
+                    outs = []
+                    for u in range(self.jam):
+                        v = self.vreg()
+                        m = MemOp(s.buf_reg(st.buf), self.index[st.index.id][u], size, 0, USE)
+                        s.emit(X86Inst(code, (RegOp(v, DEF), m)))
+                        outs.append(v)
+                    self.define(st.dst, outs)
+                elif st.buf.elem == t and st.dst.id not in self.scalar_reads:
+                    # read by vector code only: broadcast straight from memory (no scalar
+                    # SSE instruction between vector ones)
+                    v = self.vreg()
+                    code = (
+                        Code.VEX_VBROADCASTSS_YMM_M32 if t == "f32" else Code.VEX_VBROADCASTSD_YMM_M64
+                    )
+                    m = s.address(st.buf, st.index)
+                    s.emit(X86Inst(code, (RegOp(v, DEF), MemOp(m.base, m.index, m.scale, m.disp, USE))))
+                    self.uniform[st.dst.id] = v
+                else:
+                    s.load(st)
+                    self.uniform.pop(st.dst.id, None)
             elif isinstance(st, ir.Store):
                 code = Code.VEX_VMOVUPS_YMMM256_YMM if t == "f32" else Code.VEX_VMOVUPD_YMMM256_YMM
-                m = MemOp(s.buf_reg(st.buf), offsets[st.index.id], 4 if t == "f32" else 8, 0, DEF)
-                s.emit(X86Inst(code, (m, RegOp(self.operand(st.value), USE))))
-            else:
-                self.vregs[st.dst.id] = self.op(st)
+                for u in range(self.jam):
+                    m = MemOp(s.buf_reg(st.buf), self.index[st.index.id][u], size, 0, DEF)
+                    s.emit(X86Inst(code, (m, RegOp(self.operand(st.value, u), USE))))
+            else:  # pragma: no cover - the plan admits only the above
+                raise AssertionError(type(st).__name__)
 
-    def op(self, st: ir.Op) -> VReg:
+    def define(self, dst: ir.Var, outs: list[VReg]) -> None:
+        """A varying value's registers; a value defined again keeps its registers (the
+        accumulator of an inner loop), so the new value is copied in."""
+        old = self.vregs.get(dst.id)
+        if old is None and dst.id in self.plan.reassigned:
+            old = self.vregs[dst.id] = [self.vreg() for _ in outs]
+        if old is None:
+            self.vregs[dst.id] = outs
+            return
+        for o, r in zip(old, outs, strict=True):
+            self.sel.emit(I.vmov(o, r, 32))
+
+    def index_op(self, st: ir.Op, u: int) -> VReg:
+        s = self.sel
+        a, b = st.args
+        r = s.vreg(RegClass.INT)
+        if st.op == "add" and self.plan.kind(a) != "contiguous":
+            a, b = b, a
+        s.emit(I.mov(r, self.index[a.id][u]))
+        s.emit((I.add if st.op == "add" else I.sub)(r, s.get(b)))
+        return r
+
+    def inner_loop(self, st: ir.Loop) -> None:
+        s = self.sel
+        i = s.vreg(RegClass.INT)
+        hi = s.vreg(RegClass.INT)
+        s.copy(i, s.get(st.lo))
+        s.copy(hi, s.get(st.hi))
+        head, body, done = s.label("ihead"), s.label("ibody"), s.label("idone")
+        s.jump(head)
+        s.start(head)
+        s.emit(I.cmp(i, hi))
+        s.branch("ge", done, body)
+        s.start(body)
+        self.uniform = {}
+        s.copy(s.reg_of(st.var), i)
+        self.stmts(st.body)
+        s.emit(I.alu_imm("add", i, 1))
+        s.jump(head)
+        s.start(done)
+        self.uniform = {}
+
+    def op(self, st: ir.Op, u: int) -> VReg:
         s = self.sel
         t = self.t
         name = st.op
-        args = [self.operand(a) for a in st.args]
+        if name == "select" and isinstance(st.args[0], Imm):  # a copy
+            d = self.vreg()
+            src = st.args[1] if st.args[0].bits & 1 else st.args[2]
+            s.emit(I.vmov(d, self.operand(src, u), 32))
+            return d
+        args = [self.operand(a, u) for a in st.args]
         d = self.vreg()
         if name in ("add", "sub", "mul", "div"):
             s.emit(
@@ -261,3 +299,24 @@ class VectorLoop:
             X86Inst(code, (RegOp(d, DEF), RegOp(y, USE), RegOp(x, USE), RegOp(mask, USE)))
         )
         return d
+
+
+def _defined(stmts: list, out: set[int]) -> None:
+    for s in stmts:
+        if isinstance(s, (ir.Op, ir.Load)):
+            out.add(s.dst.id)
+        elif isinstance(s, ir.Loop):
+            out.add(s.var.id)
+            _defined(s.body, out)
+
+
+def _scalar_reads(p: LanesPlan, stmts: list, out: set[int]) -> None:
+    """The ids of the values that scalar code in a planned body reads."""
+    for s in stmts:
+        if isinstance(s, ir.Op) and p.kind(s.dst) != "varying":
+            out.update(a.id for a in s.args if isinstance(a, ir.Var))
+        elif isinstance(s, (ir.Load, ir.Store)) and isinstance(s.index, ir.Var):
+            out.add(s.index.id)
+        elif isinstance(s, ir.Loop):
+            out.update(b.id for b in (s.lo, s.hi) if isinstance(b, ir.Var))
+            _scalar_reads(p, s.body, out)

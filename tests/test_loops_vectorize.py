@@ -1,0 +1,109 @@
+"""The shared vector plan (kera_core/loops/vectorize.py): which `lanes` loops run as vectors,
+how their values are classified and how many vectors a step jams — decided from a target
+description alone, for any backend."""
+
+from __future__ import annotations
+
+from kera_core.analysis import analyze
+from kera_core.loops import ir
+from kera_core.loops.lower import lower_program
+from kera_core.loops.vectorize import VectorTarget, plan
+
+OPS = frozenset({"add", "sub", "mul", "div", "sqrt", "fma", "minimum", "maximum", "select"})
+WIDE = VectorTarget(width_bytes=32, registers=14, ops=OPS)
+NARROW = VectorTarget(width_bytes=16, registers=30, ops=OPS)
+
+
+def plans(src: str, fn: str, target: VectorTarget = WIDE) -> list:
+    a = analyze(src)
+    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
+    f = lower_program(a.module.graph, fn).functions[fn]
+    out: list = []
+    defined: set[int] = {v.id for v in f.dims}
+    for group in f.params:
+        defined.update(x.id for x in group if isinstance(x, ir.Var))
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, ir.Loop):
+                if s.mark == "lanes":
+                    out.append(plan(s, set(defined), target))
+                defined.add(s.var.id)
+                walk(s.body)
+            elif isinstance(s, (ir.Op, ir.Load)):
+                defined.add(s.dst.id)
+            elif isinstance(s, ir.If):
+                walk(s.then)
+                walk(s.orelse)
+            elif isinstance(s, ir.While):
+                walk(s.cond)
+                walk(s.body)
+
+    walk(f.body)
+    return out
+
+
+def test_the_canonical_sums_lanes_are_one_vector_loop_with_an_inner_chain() -> None:
+    (p,) = [p for p in plans("pub fn s[N](x: &f32[N]) -> f32 { sum(x) }", "s") if p]
+    assert p.inner and p.elem == "f32" and p.width == 8
+    assert p.step == 16  # the 16 lanes of §7.1: two f32 vectors, two independent chains
+    (q,) = [p for p in plans("pub fn s[N](x: &f64[N]) -> f64 { sum(x) }", "s") if p]
+    assert q.width == 4 and q.jam == 4 and q.step == 16
+    (r,) = [p for p in plans("pub fn s[N](x: &f64[N]) -> f64 { sum(x) }", "s", NARROW) if p]
+    assert r.width == 2 and r.step == 8  # NEON-sized vectors: the jam is capped at 4
+
+
+def test_a_fused_dot_varies_per_lane_and_keeps_its_accumulator() -> None:
+    src = "pub fn d[N](x: &f32[N], y: &f32[N]) -> f32 { dot(x, y) }"
+    (p,) = [p for p in plans(src, "d") if p]
+    assert p.inner and p.reassigned & p.varying  # the lane accumulator is defined again
+
+
+def test_matmul_columns_jam_within_the_register_budget() -> None:
+    src = "pub fn mm[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) }"
+    (p,) = [p for p in plans(src, "mm") if p]
+    assert p.inner and p.jam == 4 and p.step == 32
+    tight = VectorTarget(width_bytes=32, registers=5, ops=OPS)
+    (q,) = [p for p in plans(src, "mm", tight) if p]
+    assert q.jam == 1
+
+
+def test_elementwise_loops_take_one_vector_a_step() -> None:
+    src = "pub fn f[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }"
+    ps = [p for p in plans(src, "f") if p]
+    assert ps and all(p.jam == 1 and not p.inner for p in ps)
+
+
+def test_what_stays_scalar() -> None:
+    # integers: no float lanes
+    assert not any(plans("pub fn f[N](x: &i32[N]) -> i32[N] { x + x }", "f"))
+    # an operation the target lacks as a vector instruction
+    few = VectorTarget(width_bytes=32, registers=14, ops=frozenset({"add"}))
+    assert not any(plans("pub fn f[N](x: &f32[N]) -> f32[N] { x * x }", "f", few))
+    # mixed float types in one loop
+    src = "pub fn f[N](x: &f32[N], y: &f64[N]) -> f64 { sum(x) as f64 + sum(y) }"
+    assert all(p is None or p.elem in ("f32", "f64") for p in plans(src, "f"))
+
+
+def test_a_loop_that_carries_a_value_across_lanes_is_refused() -> None:
+    i, j = ir.Var(1, "i64", "i"), ir.Var(2, "i64", "j")
+    acc, x = ir.Var(3, "f32", "acc"), ir.Var(4, "f32", "x")
+    buf = ir.Buf(1, "f32", ir.Imm("i64", 64))
+    zero = ir.Imm("i64", 0)
+    n = ir.Imm("i64", 64)
+    # acc lives outside and is updated by every lane: a reduction, not independent lanes
+    body = [ir.Load(x, buf, i), ir.Op(acc, "add", (acc, x))]
+    assert plan(ir.Loop(i, zero, n, body, "lanes"), {acc.id}, WIDE) is None
+    # a store every lane makes to one cell
+    body = [ir.Load(x, buf, i), ir.Store(buf, zero, x)]
+    assert plan(ir.Loop(i, zero, n, body, "lanes"), set(), WIDE) is None
+    # a gather (stride 2) and control flow stay scalar
+    body = [ir.Op(j, "add", (i, i)), ir.Load(x, buf, j), ir.Store(buf, i, x)]
+    assert plan(ir.Loop(i, zero, n, body, "lanes"), set(), WIDE) is None
+    body = [ir.Load(x, buf, i), ir.If(ir.Imm("bool", 1), [ir.Store(buf, i, x)], [])]
+    assert plan(ir.Loop(i, zero, n, body, "lanes"), set(), WIDE) is None
+    # the same body unmarked, or counted, is never planned
+    body = [ir.Load(x, buf, i), ir.Store(buf, i, x)]
+    assert plan(ir.Loop(i, zero, n, body, "lanes"), set(), WIDE) is not None
+    assert plan(ir.Loop(i, zero, n, body, "seq"), set(), WIDE) is None
+    assert plan(ir.Loop(i, zero, n, body, "lanes", counted=True), set(), WIDE) is None
