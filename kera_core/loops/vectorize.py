@@ -224,9 +224,7 @@ class _Planner:
         if any(self.is_varying(a) for a in s.args) or d.id in self.varying:
             if s.op not in self.target.ops:
                 raise _No
-            if s.op == "select" and not (
-                isinstance(s.args[0], Imm) or self.is_varying(s.args[0])
-            ):
+            if s.op == "select" and not (isinstance(s.args[0], Imm) or self.is_varying(s.args[0])):
                 raise _No  # a uniform condition choosing between lanes' values
             ft = d.type if d.type != "bool" else s.args[0].type
             if s.op == "select":

@@ -422,9 +422,7 @@ class Selector:
             self.copy(n, hi)
             self.emit(I.sub(n, i))
             self.emit(I.cmp(n, zero))
-            self.emit(
-                X86Inst(Code.CMOVL_R64_RM64, (RegOp(n, USEDEF), RegOp(zero, USE)), flags="r")
-            )
+            self.emit(X86Inst(Code.CMOVL_R64_RM64, (RegOp(n, USEDEF), RegOp(zero, USE)), flags="r"))
             self.emit(I.alu_imm("and", n, -step))
             self.copy(end, i)
             self.emit(I.add(end, n))

@@ -151,7 +151,9 @@ class VectorLoop:
                     self.uniform.pop(st.dst.id, None)
             elif isinstance(st, ir.Load):
                 if p.kind(st.dst) == "varying":
-                    code = Code.VEX_VMOVUPS_YMM_YMMM256 if t == "f32" else Code.VEX_VMOVUPD_YMM_YMMM256
+                    code = (
+                        Code.VEX_VMOVUPS_YMM_YMMM256 if t == "f32" else Code.VEX_VMOVUPD_YMM_YMMM256
+                    )
                     outs = []
                     for u in range(self.jam):
                         v = self.vreg()
@@ -164,10 +166,14 @@ class VectorLoop:
                     # SSE instruction between vector ones)
                     v = self.vreg()
                     code = (
-                        Code.VEX_VBROADCASTSS_YMM_M32 if t == "f32" else Code.VEX_VBROADCASTSD_YMM_M64
+                        Code.VEX_VBROADCASTSS_YMM_M32
+                        if t == "f32"
+                        else Code.VEX_VBROADCASTSD_YMM_M64
                     )
                     m = s.address(st.buf, st.index)
-                    s.emit(X86Inst(code, (RegOp(v, DEF), MemOp(m.base, m.index, m.scale, m.disp, USE))))
+                    s.emit(
+                        X86Inst(code, (RegOp(v, DEF), MemOp(m.base, m.index, m.scale, m.disp, USE)))
+                    )
                     self.uniform[st.dst.id] = v
                 else:
                     s.load(st)
