@@ -119,15 +119,10 @@ class VectorLoop:
 
     def step(self, i: VReg, jam: int) -> None:
         """One step: jam × W iterations starting at index register `i`."""
-        s = self.sel
         self.jam = jam
         self.vregs: dict[int, list[VReg]] = {}
-        self.index: dict[int, list[VReg]] = {self.loop.var.id: [i]}
-        for u in range(1, jam):
-            r = s.vreg(RegClass.INT)
-            s.emit(I.mov(r, i))
-            s.emit(I.alu_imm("add", r, u * self.width))
-            self.index[self.loop.var.id].append(r)
+        # a contiguous index is held for the step's first lane; copy u is u·W elements on
+        self.index: dict[int, VReg] = {self.loop.var.id: i}
         self.uniform: dict[int, VReg] = {}
         self.stmts(self.loop.body)
 
@@ -135,14 +130,13 @@ class VectorLoop:
         s = self.sel
         p = self.plan
         t = self.t
-        size = 4 if t == "f32" else 8
         for st in body:
             if isinstance(st, ir.Loop):
                 self.inner_loop(st)
             elif isinstance(st, ir.Op):
                 kind = p.kind(st.dst)
                 if kind == "contiguous":
-                    self.index[st.dst.id] = [self.index_op(st, u) for u in range(self.jam)]
+                    self.index[st.dst.id] = self.index_op(st)
                 elif kind == "varying":
                     outs = [self.op(st, u) for u in range(self.jam)]
                     self.define(st.dst, outs)
@@ -157,7 +151,7 @@ class VectorLoop:
                     outs = []
                     for u in range(self.jam):
                         v = self.vreg()
-                        m = MemOp(s.buf_reg(st.buf), self.index[st.index.id][u], size, 0, USE)
+                        m = self.at(st, u, USE)
                         s.emit(X86Inst(code, (RegOp(v, DEF), m)))
                         outs.append(v)
                     self.define(st.dst, outs)
@@ -181,7 +175,7 @@ class VectorLoop:
             elif isinstance(st, ir.Store):
                 code = Code.VEX_VMOVUPS_YMMM256_YMM if t == "f32" else Code.VEX_VMOVUPD_YMMM256_YMM
                 for u in range(self.jam):
-                    m = MemOp(s.buf_reg(st.buf), self.index[st.index.id][u], size, 0, DEF)
+                    m = self.at(st, u, DEF)
                     s.emit(X86Inst(code, (m, RegOp(self.operand(st.value, u), USE))))
             else:  # pragma: no cover - the plan admits only the above
                 raise AssertionError(type(st).__name__)
@@ -198,13 +192,20 @@ class VectorLoop:
         for o, r in zip(old, outs, strict=True):
             self.sel.emit(I.vmov(o, r, 32))
 
-    def index_op(self, st: ir.Op, u: int) -> VReg:
+    def at(self, st, u: int, role) -> MemOp:
+        """The address of copy u's W elements of a vector load or store."""
+        size = 4 if self.t == "f32" else 8
+        return MemOp(
+            self.sel.buf_reg(st.buf), self.index[st.index.id], size, u * self.width * size, role
+        )
+
+    def index_op(self, st: ir.Op) -> VReg:
         s = self.sel
         a, b = st.args
         r = s.vreg(RegClass.INT)
         if st.op == "add" and self.plan.kind(a) != "contiguous":
             a, b = b, a
-        s.emit(I.mov(r, self.index[a.id][u]))
+        s.emit(I.mov(r, self.index[a.id]))
         s.emit((I.add if st.op == "add" else I.sub)(r, s.get(b)))
         return r
 
