@@ -235,7 +235,8 @@ def test_the_artifact_carries_the_fingerprint_and_refuses_another_graph() -> Non
     t = get("x86_64")
     art = t.lower(m.graph, m.provenance, "f")
     assert X.fingerprint_of(art.data) == m.graph.fingerprint()
-    assert "sum" not in art.text and "f:" in art.text  # assembly listing, one block per function
+    # the assembly listing: one block per function, the source node named per block
+    assert "f:" in art.text and "ret" in art.text and "`sum`" in art.text
     with pytest.raises(X.ArtifactError):
         t.run(art, other.graph, "f", {"x": np.ones(3, np.float32)})
     with pytest.raises(X.ArtifactError):
@@ -330,3 +331,25 @@ def test_jammed_vector_loops_with_inner_chains_bit_for_bit() -> None:
         check(m, m.graph, name, "avx2", sizes=(0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 40))
     for name in ("s64", "sm"):
         check(m, m.graph, name, "avx2", sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 2049))
+
+
+def test_the_assembly_names_the_source_function_and_node_of_each_block() -> None:
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    src = """
+pub fn f[N](x: &f32[N], t: f32) -> f32 {
+    let mut s: f32 = 0.0;
+    for i in 0..N { if x[i] > t { s = s + x[i]; } }
+    s + sum(x)
+}
+"""
+    m = _module(src)
+    text = get("x86_64").lower(m.graph, m.provenance, "f").text
+    notes = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("; f · node")]
+    hashes = {h.hex() for h in m.graph.nodes}
+    ops = set()
+    for note in notes:
+        h, op = note.split("node ")[1].split(" ", 1)
+        assert any(x.startswith(h) for x in hashes), note
+        ops.add(op.strip("`"))
+    assert {"for", "sum"} <= ops or {"loop", "sum"} <= ops, ops

@@ -36,9 +36,13 @@ def type_of(x: Operand) -> str:
 class Emitter:
     """Appends statements to the current block; ``block()`` opens a nested one."""
 
-    def __init__(self, counter: list[int]) -> None:
+    def __init__(self, counter: list[int], origins: dict | None = None) -> None:
         self.counter = counter  # shared by a whole program: ids are unique
         self.stmts: list = []
+        # the graph node being lowered, as (hash, op): each statement appended is its
+        # (origins maps id(statement) → node; listings name the source node per block)
+        self.origin: tuple[bytes, str] | None = None
+        self.origins = origins if origins is not None else {}
 
     def new_id(self) -> int:
         self.counter[0] += 1
@@ -53,6 +57,8 @@ class Emitter:
         return Buf(self.new_id(), elem, size, space, role, role != "param", name)
 
     def emit(self, stmt) -> None:
+        if self.origin is not None:
+            self.origins[id(stmt)] = self.origin
         self.stmts.append(stmt)
 
     @contextmanager
@@ -71,20 +77,20 @@ class Emitter:
         t = result_type(name, tuple(a.type for a in args), to)
         dst = into if into is not None else self.var(t)
         assert dst.type == t, (name, dst.type, t)
-        self.stmts.append(Op(dst, name, tuple(args)))
+        self.emit(Op(dst, name, tuple(args)))
         return dst
 
     def assign(self, dst: Var, src: Operand) -> None:
         """dst = src (a `select` with a constant true condition would be noise: a copy op)."""
-        self.stmts.append(Op(dst, "select", (Imm("bool", 1), src, src)))
+        self.emit(Op(dst, "select", (Imm("bool", 1), src, src)))
 
     def load(self, buf: Buf, index: Operand) -> Var:
         dst = self.var(buf.elem)
-        self.stmts.append(Load(dst, buf, index))
+        self.emit(Load(dst, buf, index))
         return dst
 
     def store(self, buf: Buf, index: Operand, value: Operand) -> None:
-        self.stmts.append(Store(buf, index, value))
+        self.emit(Store(buf, index, value))
 
     # --- index arithmetic (i64, folded when constant) ------------------------------------------
     def add_i(self, a: Operand, b: Operand) -> Operand:
@@ -117,7 +123,7 @@ class Emitter:
         i = self.var("i64", name)
         with self.block() as body:
             yield i
-        self.stmts.append(Loop(i, lo, hi, body, mark))
+        self.emit(Loop(i, lo, hi, body, mark))
 
 
 def _sval(c: Imm) -> int:

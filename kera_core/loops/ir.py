@@ -226,6 +226,8 @@ class LFunction:
 @dataclass(eq=False)
 class Program:
     functions: dict[str, LFunction] = field(default_factory=dict)
+    # id(statement) → (graph node hash, op) of the node whose lowering made it
+    origins: dict[int, tuple[bytes, str]] = field(default_factory=dict)
 
 
 # --- text ------------------------------------------------------------------------------------

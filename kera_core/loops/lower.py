@@ -233,7 +233,7 @@ class _FnLowering:
         self.owner = owner
         self.graph = owner.graph
         self.fn = fn
-        self.e = Emitter(owner.counter)
+        self.e = Emitter(owner.counter, owner.prog.origins)
         self.dims = [self.e.var("i64", f"d{i}") for i in range(fn.type.n_dims)]
         self.frames: list[_Frame] = []
 
@@ -425,7 +425,9 @@ class _FnLowering:
                         self.materialize(frame, (v.node, v.index))
                 ins = [frame.vals[(v.node, v.index)] for v in n.inputs]
                 dying = [self.dies_here(frame, v) for v in n.inputs]
+                outer, self.e.origin = self.e.origin, (n.hash, n.op)
                 outs = self.node(n, ins, dying)
+                self.e.origin = outer
                 # outputs first: one that took over an input's buffer keeps it alive
                 for i, o in enumerate(outs):
                     self.bind(frame, (n.hash, i), o)

@@ -72,7 +72,15 @@ def compile_program(prog: Program, isa: Isa) -> Compiled:
         vfn = sel.select()
         asm = assemble(vfn, target, outgoing_args=sel.outgoing_bytes)
         codes.append((name, asm.code))
-        listings[name] = asm.disassemble()
+        notes = {}
+        last = None
+        for b in asm.function.blocks:
+            o = sel.block_origin.get(b.label)
+            at = asm.block_offsets.get(b.label)
+            if o is not None and o != last and at is not None:
+                notes[at] = f"; {name} · node {o[0].hex()[:12]} `{o[1]}`"
+                last = o
+        listings[name] = asm.disassemble(notes)
     return Compiled(prog, isa, codes, listings)
 
 

@@ -151,6 +151,8 @@ class Selector:
         self.cur: list[X86Inst] = []
         self.cur_label = "entry"
         self.max_cells = 0
+        self.origin: tuple[bytes, str] | None = None  # the graph node being selected
+        self.block_origin: dict[str, tuple[bytes, str] | None] = {}
 
     # --- registers and blocks ---------------------------------------------------------------
     def vreg(self, cls: RegClass) -> VReg:
@@ -177,6 +179,7 @@ class Selector:
 
     def start(self, label: str) -> None:
         self.cur_label = label
+        self.block_origin[label] = self.origin
 
     def jump(self, target: str) -> None:
         self.end_block(I.jmp(target), (target,))
@@ -307,7 +310,13 @@ class Selector:
 
     # --- statements ----------------------------------------------------------------------------
     def stmts(self, stmts: list) -> None:
+        origins = self.program.origins
         for s in stmts:
+            o = origins.get(id(s))
+            if o is not None and o != self.origin:
+                self.origin = o
+                if not self.cur:  # a block's first statement names its node
+                    self.block_origin[self.cur_label] = o
             t = type(s)
             if t is ir.Op:
                 self.op(s)

@@ -233,12 +233,19 @@ class Assembled:
         loaded = jit.load(self.code)
         return loaded.function(restype, argtypes)
 
-    def disassemble(self) -> list[str]:
+    def disassemble(self, notes: dict[int, str] | None = None) -> list[str]:
+        """Intel-syntax lines `offset: instruction`; ``notes`` puts a comment line before
+        the instruction at an offset (the backend names the source of each block)."""
         from iced_x86 import Decoder, Formatter, FormatterSyntax
 
         fmt = Formatter(FormatterSyntax.INTEL)
         dec = Decoder(64, self.code[: self.finished.code_size], ip=0)
-        return [f"{ins.ip:4x}: {fmt.format(ins)}" for ins in dec]
+        out = []
+        for ins in dec:
+            if notes and ins.ip in notes:
+                out.append(notes[ins.ip])
+            out.append(f"{ins.ip:4x}: {fmt.format(ins)}")
+        return out
 
 
 class _Emitter:
