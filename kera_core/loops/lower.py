@@ -119,6 +119,9 @@ ELEMENTWISE_BINARY = {
 ELEMENTWISE_UNARY = ("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast")
 
 
+MATMUL_ROWS = 4  # rows of a matmul that share each loaded element of b
+
+
 def lower_program(graph: Graph, fn: str | None = None) -> Program:
     """The loop program of the whole graph, or of ``fn`` and what it calls."""
     prog = Program()
@@ -792,16 +795,36 @@ class _FnLowering:
             )
         out = self.alloc(t.elem.name, self.shape_of(t), t.space)
         zero = imm(a.elem, 0) if a.elem not in ("f32", "f64") else C.fconst(a.elem, 0.0)
-        with e.loop(imm("i64", 0), rows, mark="parallel", name="r") as i:
-            with e.loop(imm("i64", 0), cols, mark="lanes", name="c") as j:
+        # rows in blocks of MATMUL_ROWS (each b element loaded once per block), then one at a
+        # time; every output still adds its products from +0 with k increasing (§8.1)
+        blocks = e.op("div", rows, imm("i64", MATMUL_ROWS))
+        with e.loop(imm("i64", 0), blocks, mark="parallel", name="rb") as ib:
+            first = e.mul_i(ib, imm("i64", MATMUL_ROWS))
+            self.matmul_rows(a, b, out, first, MATMUL_ROWS, k, cols, zero)
+        done = e.mul_i(blocks, imm("i64", MATMUL_ROWS))
+        with e.loop(done, rows, mark="parallel", name="r") as i:
+            self.matmul_rows(a, b, out, i, 1, k, cols, zero)
+        return out
+
+    def matmul_rows(self, a, b, out, first, count: int, k, cols, zero) -> None:
+        """Rows first … first+count-1 of a matmul: a `lanes` loop over the columns whose
+        body keeps one accumulator per row across the k loop."""
+        e = self.e
+        rows = [e.add_i(first, imm("i64", r)) for r in range(count)]
+        with e.loop(imm("i64", 0), cols, mark="lanes", name="c") as j:
+            starts = [e.add_i(a.offset, e.mul_i(i, k)) for i in rows]
+            accs = []
+            for _ in rows:
                 acc = e.var(a.elem, "acc")
                 e.assign(acc, zero)
-                with e.loop(imm("i64", 0), k, name="k") as kk:
-                    x = e.load(a.buf, e.add_i(a.offset, e.add_i(e.mul_i(i, k), kk)))
-                    y = e.load(b.buf, e.add_i(b.offset, e.add_i(e.mul_i(kk, cols), j)))
+                accs.append(acc)
+            with e.loop(imm("i64", 0), k, name="k") as kk:
+                y = e.load(b.buf, e.add_i(b.offset, e.add_i(e.mul_i(kk, cols), j)))
+                for acc, at in zip(accs, starts, strict=True):
+                    x = e.load(a.buf, e.add_i(at, kk))
                     e.op("add", acc, e.op("mul", x, y), into=acc)
+            for acc, i in zip(accs, rows, strict=True):
                 e.store(out.buf, e.add_i(e.mul_i(i, cols), j), acc)
-        return out
 
     def conv1d(self, n: Node, x: TVal, k: TVal) -> TVal:
         e = self.e
