@@ -109,12 +109,12 @@ class VectorLoop:
 
         walk(self.loop.body)
         t = self.t
-        for bits in (
-            0x7FC00000 if t == "f32" else 0x7FF8000000000000,
-            (1 << 31) if t == "f32" else (1 << 63),
-            0x7FFFFFFF if t == "f32" else (1 << 63) - 1,
-        ):
-            self.broadcast(Imm(t, bits))  # the constants of min/max, neg and abs
+        used = _ops(self.loop.body)
+        nan = 0x7FC00000 if t == "f32" else 0x7FF8000000000000
+        sign = (1 << 31) if t == "f32" else (1 << 63)
+        for bits, ops in ((nan, ("minimum", "maximum")), (sign, ("neg",)), (sign - 1, ("abs",))):
+            if used & set(ops):
+                self.broadcast(Imm(t, bits))  # the constants of min/max, neg and abs
         self.in_prelude = False
 
     def step(self, i: VReg, jam: int) -> None:
@@ -138,8 +138,7 @@ class VectorLoop:
                 if kind == "contiguous":
                     self.index[st.dst.id] = self.index_op(st)
                 elif kind == "varying":
-                    outs = [self.op(st, u) for u in range(self.jam)]
-                    self.define(st.dst, outs)
+                    self.varying_op(st)
                 else:
                     s.op(st)
                     self.uniform.pop(st.dst.id, None)
@@ -179,6 +178,16 @@ class VectorLoop:
                     s.emit(X86Inst(code, (m, RegOp(self.operand(st.value, u), USE))))
             else:  # pragma: no cover - the plan admits only the above
                 raise AssertionError(type(st).__name__)
+
+    def varying_op(self, st: ir.Op) -> None:
+        old = self.vregs.get(st.dst.id)
+        if old is not None and st.op not in ("fma", "select"):
+            # an accumulator's update writes its register (each of these instructions reads
+            # its sources before it writes the destination)
+            for u in range(self.jam):
+                self.op(st, u, old[u])
+            return
+        self.define(st.dst, [self.op(st, u) for u in range(self.jam)])
 
     def define(self, dst: ir.Var, outs: list[VReg]) -> None:
         """A varying value's registers; a value defined again keeps its registers (the
@@ -229,7 +238,7 @@ class VectorLoop:
         s.start(done)
         self.uniform = {}
 
-    def op(self, st: ir.Op, u: int) -> VReg:
+    def op(self, st: ir.Op, u: int, into: VReg | None = None) -> VReg:
         s = self.sel
         t = self.t
         name = st.op
@@ -239,7 +248,7 @@ class VectorLoop:
             s.emit(I.vmov(d, self.operand(src, u), 32))
             return d
         args = [self.operand(a, u) for a in st.args]
-        d = self.vreg()
+        d = into if into is not None else self.vreg()
         if name in ("add", "sub", "mul", "div"):
             s.emit(
                 X86Inst(
@@ -327,3 +336,13 @@ def _scalar_reads(p: LanesPlan, stmts: list, out: set[int]) -> None:
         elif isinstance(s, ir.Loop):
             out.update(b.id for b in (s.lo, s.hi) if isinstance(b, ir.Var))
             _scalar_reads(p, s.body, out)
+
+
+def _ops(stmts: list) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ir.Op):
+            out.add(s.op)
+        elif isinstance(s, ir.Loop):
+            out |= _ops(s.body)
+    return out
