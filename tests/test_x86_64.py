@@ -353,3 +353,20 @@ pub fn f[N](x: &f32[N], t: f32) -> f32 {
         assert any(x.startswith(h) for x in hashes), note
         ops.add(op.strip("`"))
     assert {"for", "sum"} <= ops or {"loop", "sum"} <= ops, ops
+
+
+def test_vector_loops_under_float_pressure_allocate_and_agree() -> None:
+    """More loop invariants broadcast than there are ymm registers: compares, blends and
+    min/max whose operands and result are all spilled still allocate (a result may share
+    the scratch register of an operand read by the same instruction) and agree."""
+    if "avx2" not in LEVELS:
+        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+    params = ", ".join(f"a{i}: f64" for i in range(18))
+    terms = " + ".join(f"minimum(x, a{i}) - maximum(x, a{17 - i})" for i in range(18))
+    src = f"pub fn p[N](x: &f64[N], {params}) -> f64[N] {{ {terms} }}\n"
+    src += (
+        "pub fn q[N](x: &f64[N], a: f64) -> f64[N] { let t = minimum(x, a); x * 1.0 + sum(&t) }\n"
+    )
+    m = _module(src)
+    for name in ("p", "q"):
+        check(m, m.graph, name, "avx2", sizes=(0, 1, 4, 5, 9, 33), seeds=(1, 2))

@@ -265,10 +265,16 @@ def _rewrite(
                         spilled_order.append(r)
                         mapping[r] = r  # placeholder, replaced below
             def_set = set(defs)
+            use_set = set(uses)
+            # a value only defined here may share the scratch of a value only read here: the
+            # instruction reads its operands before it writes (d, a, b all spilled: 2 scratches)
+            read_only: dict[PReg, VReg] = {}
             for v in spilled_order:
                 pick = None
                 for s in target.scratch.get(v.cls, ()):
-                    if s in taken or (v in def_set and s in clobbered):
+                    if v in def_set and s in clobbered:
+                        continue
+                    if s in taken and not (v not in use_set and s in read_only):
                         continue
                     pick = s
                     break
@@ -278,14 +284,18 @@ def _rewrite(
                         f"{v.cls.value} operands than {target.name} has scratch registers "
                         f"({len(target.scratch.get(v.cls, ()))})"
                     )
-                taken.add(pick)
+                if pick in taken:
+                    del read_only[pick]  # shared once
+                else:
+                    taken.add(pick)
+                    if v not in def_set:
+                        read_only[pick] = v
                 mapping[v] = pick
             if inst.is_terminator() and any(v in def_set for v in spilled_order):
                 raise AllocationError(
                     f"{fn.name}: terminator {inst!r} defines a spilled value; there is no room "
                     "for the store after it"
                 )
-            use_set = set(uses)
             for v in spilled_order:
                 if v in use_set:
                     slot = loc[v]
