@@ -217,15 +217,19 @@ def test_targets(a, doc, tmp_path):
     lenses = targets.code_lenses(a)
     assert [(ln.function, ln.target) for ln in lenses] == [
         ("scale", "keg"),
+        ("scale", "ptx"),
         ("scale", "wasm"),
         ("scale", "x86_64"),
         ("up", "keg"),
+        ("up", "ptx"),
         ("up", "wasm"),
         ("up", "x86_64"),
         ("g", "keg"),
+        ("g", "ptx"),
         ("g", "wasm"),
         ("g", "x86_64"),
         ("say", "keg"),
+        ("say", "ptx"),
         ("say", "wasm"),
         ("say", "x86_64"),
     ]
@@ -250,6 +254,7 @@ def test_targets(a, doc, tmp_path):
     acts = targets.compile_actions(a, Span(off("s = s"), off("s = s")))
     assert [x.title for x in acts] == [
         "Compile `g` to keg",
+        "Compile `g` to ptx",
         "Compile `g` to wasm",
         "Compile `g` to x86_64",
     ]
@@ -261,6 +266,7 @@ def test_functions_with_errors_offer_no_compilation():
     a = d.analysis()
     assert [(ln.function, ln.target) for ln in targets.code_lenses(a)] == [
         ("ok", "keg"),
+        ("ok", "ptx"),
         ("ok", "wasm"),
         ("ok", "x86_64"),
     ]

@@ -26,6 +26,7 @@ def register(sub) -> None:
 
 def cmd_demo(args) -> int:
     from kera_core.analysis import analyze
+    from kera_core.cli.run import cannot_run_here
     from kera_core.fmt import format_text
 
     if not os.path.isdir(args.dir):
@@ -34,6 +35,7 @@ def cmd_demo(args) -> int:
     if not files:
         raise UsageError(f"{args.dir}: no .kera files")
     runnable = targets.runners()
+    unable: dict[str, str] = {}  # target → why this machine cannot run it
     cols = "".join(f" {t.name:>13}" for t in runnable)
     head = (
         f"{'example':<16} {'fns':>4} {'nodes':>6} {'diags':>6} {'format':>8} {'ms':>6}  "
@@ -59,6 +61,11 @@ def cmd_demo(args) -> int:
             result = _combined(reference)
             bad += any(d.startswith("error") for d in reference.values())
             for t in runnable:
+                why = cannot_run_here(t)
+                if why:  # a column that says so rather than disappearing
+                    cells += f" {'not here':>13}"
+                    unable.setdefault(t.name, why)
+                    continue
                 got = _results(a.module, t.name)
                 same = [f for f in got if got[f] == reference[f]]
                 bad += len(got) - len(same)
@@ -69,6 +76,8 @@ def cmd_demo(args) -> int:
             f"{len(a.diagnostics):>6} {state:>8} {ms:>6.0f}  {fp:<24} {result:<24}{cells}"
         )
     print(f"\n{len(files)} examples, {bad} problem(s)")
+    for name, why in sorted(unable.items()):
+        print(f"{name}: not run here: {why}")
     print(
         "a target column counts the exported functions whose result digest equals the"
         " interpreter's;\nfunctions a target cannot compile yet are not counted"

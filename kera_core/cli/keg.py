@@ -38,6 +38,11 @@ def register(sub) -> None:
         default="artifact",
         help="asm: the readable form (x86_64 assembly, wasm text) instead of the artifact",
     )
+    b.add_argument(
+        "--report",
+        action="store_true",
+        help="also print the target's report on stderr (targets that have one: ptx)",
+    )
     add_isa_flag(b)
     add_build_flags(b)
     b.set_defaults(func=cmd_build)
@@ -129,7 +134,11 @@ def cmd_build(args) -> int:
         for r in reasons:
             print(f"{args.file}: target {target.name}: {r}", file=sys.stderr)
         return 1
+    if getattr(args, "report", False) and not hasattr(target, "report"):
+        raise UsageError(f"target {target.name} has no report (--report)")
     art = target.lower(graph, None if args.no_provenance else prov, args.entry)
+    if getattr(args, "report", False):
+        sys.stderr.write(target.report(graph, args.entry))
     data = art.data
     if args.emit == "asm":
         if art.text is None:

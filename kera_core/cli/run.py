@@ -97,8 +97,17 @@ def select_target(name: str):
         except ImportError as e:
             raise UsageError(f"target `{name}` cannot be loaded here: {e}") from None
         if t is not None and hasattr(t, "run"):
+            why = cannot_run_here(t)
+            if why:
+                raise UsageError(f"target `{name}` cannot run here: {why}")
             return functools.partial(targets.run_module, t)
     raise UsageError(f"unknown target `{name}` (targets: {', '.join(target_names())})")
+
+
+def cannot_run_here(target) -> str | None:
+    """Why ``target`` cannot run on this machine (its optional ``cannot_run_here``)."""
+    check = getattr(target, "cannot_run_here", None)
+    return check() if check is not None else None
 
 
 def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=None):
@@ -130,6 +139,10 @@ def run_all(module, name, inputs, dims, *, stdout=None, max_steps=None, fuel=Non
             print(f"target {tname} skipped: cannot load it here: {e}", file=sys.stderr)
             continue
         if t is None or not hasattr(t, "run"):
+            continue
+        why = cannot_run_here(t)
+        if why:  # e.g. a GPU target on a machine without one
+            print(f"target {tname} skipped: cannot run here: {why}", file=sys.stderr)
             continue
         if max_steps is not None and not getattr(t, "supports_max_steps", False):
             # its run would not stop where the interpreter's did: nothing to compare

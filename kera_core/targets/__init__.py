@@ -59,6 +59,10 @@ class Target(Protocol):
     # A runnable target either counts loop iterations (``supports_max_steps = True``; ``run``
     # then takes ``max_steps``) or refuses `--max-steps`, saying why in ``bounds_note``.
     # Declare it with ``runs=True`` so that `kera run --target` lists it unimported.
+    #
+    # Optional: ``cannot_run_here() -> str | None``: why this machine cannot run the target
+    # (no GPU, say) in one line; `kera run --target all` and `kera demo` skip it saying so.
+    # Optional: ``report(graph, fn) -> str``: `kera build --target NAME --report`.
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Declared:
 
 BUILTIN: tuple[Declared, ...] = (
     Declared("keg", "kera_core.targets.keg", ".keg"),
+    Declared("ptx", "kera_core.targets.ptx", ".ptx", runs=True),
     Declared("wasm", "kera_core.targets.wasm", ".wasm", runs=True),
     Declared("x86_64", "kera_core.targets.x86_64", ".bin", runs=True),
 )

@@ -1,0 +1,156 @@
+"""The ptx target: PTX from the loop program, checked here by ptxas (sm_80 and sm_90), its
+text held to the clauses of docs/semantics.md a GPU is tempted to break, and its run path
+prepared up to the launch (a GPU runs it: scripts/gpu-check.sh)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kera_core.analysis import analyze
+from kera_core.backends.ptx import compile as P
+from kera_core.targets import get
+from tests.tools import tool_missing
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.kera"))
+FLOAT_OP = re.compile(r"^\s*(add|sub|mul|div|sqrt|fma|rcp|rsqrt)\.(\S*)f(32|64)\b", re.M)
+
+
+def _module(src: str):
+    a = analyze(src)
+    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
+    return a.module
+
+
+def _ptxas() -> None:
+    if P.find_ptxas() is None:
+        tool_missing("ptxas not found (pip install nvidia-cuda-nvcc-cu12)")
+
+
+def _example_texts() -> list[str]:
+    texts = []
+    for path in EXAMPLES:
+        m = _module(path.read_text())
+        for f in m.graph.exported():
+            if not P.unsupported(m.graph, f.name):
+                texts.append(P.compiled(m.graph, f.name).selected.text)
+    return texts
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_example_assembles_with_ptxas(arch: str) -> None:
+    _ptxas()
+    texts = _example_texts()
+    assert len(texts) >= 40  # every example function the target compiles
+    P.ptxas(P.batch(texts), arch)  # raises PtxasError with ptxas's messages
+
+
+def test_generated_programs_assemble_with_ptxas() -> None:
+    _ptxas()
+    from kera_core.backends.ptx.check import draw_programs
+
+    texts = []
+    for src, *_ in draw_programs(40):  # the generated programs gpu-check.sh runs, alike
+        a = analyze(src)
+        for f in a.module.graph.exported():
+            if not P.unsupported(a.module.graph, f.name):
+                texts.append(P.compiled(a.module.graph, f.name).selected.text)
+    assert len(texts) >= 20
+    for arch in ("sm_80", "sm_90"):
+        P.ptxas(P.batch(texts), arch)
+
+
+def test_every_float_operation_rounds_to_nearest_and_never_flushes() -> None:
+    texts = _example_texts()
+    text = "\n".join(texts)
+    assert (
+        ".ftz" not in text
+        and ".approx" not in text
+        and ".sat" not in text.replace("cvt.rzi.sat", "")
+    )
+    for m in FLOAT_OP.finditer(text):
+        mods = m.group(2)
+        assert ".rn." in f".{mods}" or mods.startswith("rn."), m.group(0)
+
+
+def test_fma_only_where_kera_asks_for_it() -> None:
+    m = _module(
+        "pub fn a[N](x: &f32[N], y: &f32[N]) -> f32[N] { x * y + x }\n"
+        "pub fn b[N](x: &f32[N], y: &f32[N]) -> f32[N] { fma(x, y, x) }\n"
+    )
+    a = P.compiled(m.graph, "a").selected.text
+    b = P.compiled(m.graph, "b").selected.text
+    assert "fma." not in a and "mul.rn.f32" in a and "add.rn.f32" in a
+    assert "fma.rn.f32" in b
+
+
+def test_min_and_max_are_keras_not_ptxs() -> None:
+    # PTX min/max return the other operand for one NaN and may order ±0 either way: Kera's
+    # NaN-propagating, -0 < +0 rule is compares and selects
+    m = _module("pub fn f[N](x: &f64[N], y: &f64[N]) -> f64[N] { maximum(x, y) - minimum(x, y) }")
+    text = P.compiled(m.graph, "f").selected.text
+    assert not re.search(r"\b(min|max)\.(\S*)f64", text)
+    assert "setp" in text and "selp" in text
+
+
+def test_the_artifact_carries_the_fingerprint_and_the_report_speaks_of_tensor_cores() -> None:
+    _ptxas()
+    m = _module("pub fn mm[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) }")
+    other = _module(
+        "pub fn mm[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) + 1.0 }"
+    )
+    t = get("ptx")
+    art = t.lower(m.graph, m.provenance, "mm")
+    entry, threads, text = P.read(art.data, m.graph)
+    assert entry == "mm" and threads >= 1 and m.graph.fingerprint().hex() in text
+    with pytest.raises(P.ArtifactError):
+        P.read(art.data, other.graph)
+    report = t.report(m.graph, "mm")
+    assert "tensor cores: not used" in report and "§8.1" in report
+    assert "sm_80" in report and "registers" in report.lower()
+
+
+def test_without_a_gpu_runs_say_so_and_all_still_works(tmp_path) -> None:
+    from kera_core.backends.ptx import runtime as R
+
+    t = get("ptx")
+    why = t.cannot_run_here()
+    if R.why_no_gpu() is None:
+        assert why is None  # a GPU machine: scripts/gpu-check.sh runs there
+        return
+    assert why and "\n" not in why
+    src = tmp_path / "f.kera"
+    src.write_text("pub fn f[N](x: &f32[N]) -> f32 { sum(x) }\n")
+    import subprocess
+    import sys
+
+    one = subprocess.run(
+        [sys.executable, "-m", "kera_core", "run", str(src), "--target", "ptx", "--entry", "f"],
+        capture_output=True,
+        text=True,
+    )
+    assert one.returncode == 2 and "cannot run here" in one.stderr
+    assert "Traceback" not in one.stderr
+    every = subprocess.run(
+        [sys.executable, "-m", "kera_core", "run", str(src), "--target", "all", "--entry", "f"],
+        capture_output=True,
+        text=True,
+    )
+    assert every.returncode == 0, every.stderr
+    assert "target ptx skipped: cannot run here" in every.stderr
+
+
+def test_the_launch_is_prepared_without_a_gpu() -> None:
+    _ptxas()
+    from kera_core.backends.ptx import check
+
+    assert check.main(["--dry-run", "--programs", "3", "--jobs", "2"]) == 0
+
+
+def test_float_remainder_is_refused_at_compile_time() -> None:
+    m = _module("pub fn f(a: f32, b: f32) -> f32 { a % b }")
+    why = P.unsupported(m.graph, "f")
+    assert why and ("%" in " ".join(why) or "fmod" in " ".join(why)), why
