@@ -216,18 +216,22 @@ def test_inlay_hints(a):
 def test_targets(a, doc, tmp_path):
     lenses = targets.code_lenses(a)
     assert [(ln.function, ln.target) for ln in lenses] == [
+        ("scale", "arm64"),
         ("scale", "keg"),
         ("scale", "ptx"),
         ("scale", "wasm"),
         ("scale", "x86_64"),
+        ("up", "arm64"),
         ("up", "keg"),
         ("up", "ptx"),
         ("up", "wasm"),
         ("up", "x86_64"),
+        ("g", "arm64"),
         ("g", "keg"),
         ("g", "ptx"),
         ("g", "wasm"),
         ("g", "x86_64"),
+        ("say", "arm64"),
         ("say", "keg"),
         ("say", "ptx"),
         ("say", "wasm"),
@@ -239,6 +243,7 @@ def test_targets(a, doc, tmp_path):
     )
     assert targets.lowering(a, "scale", "wasm")["text"].startswith("(module")
     assert targets.lowering(a, "scale", "x86_64")["text"].startswith("; x86_64 (")
+    assert targets.lowering(a, "scale", "arm64")["text"].startswith("// arm64 (")
     low = targets.lowering(a, "scale", "keg")
     assert low["text"].startswith("pub fn scale") and low["fingerprint"].startswith("sha3-256:")
     rep = targets.fingerprint_report(doc, a)
@@ -253,6 +258,7 @@ def test_targets(a, doc, tmp_path):
         targets.lowering(a, "nope", "keg")
     acts = targets.compile_actions(a, Span(off("s = s"), off("s = s")))
     assert [x.title for x in acts] == [
+        "Compile `g` to arm64",
         "Compile `g` to keg",
         "Compile `g` to ptx",
         "Compile `g` to wasm",
@@ -265,6 +271,7 @@ def test_functions_with_errors_offer_no_compilation():
     d = Document("file:///e.kera", "pub fn bad() -> f32 { nope }\npub fn ok() -> f32 { 1.0 }\n", 1)
     a = d.analysis()
     assert [(ln.function, ln.target) for ln in targets.code_lenses(a)] == [
+        ("ok", "arm64"),
         ("ok", "keg"),
         ("ok", "ptx"),
         ("ok", "wasm"),

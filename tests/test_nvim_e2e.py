@@ -503,8 +503,11 @@ def test_code_lenses_show_fingerprints_and_open_the_lowering(session):
     shown = session.get("lens_lowering")
     assert shown and not shown.get("error"), f"running the `scale` lens showed {shown}"
     # the first lens of `scale` runs: keg shows the graph, wasm the WAT, x86_64 the assembly
-    assert shown["name"].endswith(("scale.keg", "scale.wasm", "scale.x86_64")), shown
-    if shown["name"].endswith(".wasm"):
+    assert shown["name"].endswith(("scale.arm64", "scale.keg", "scale.wasm", "scale.x86_64")), shown
+    if shown["name"].endswith(".arm64"):
+        assert shown["lines"][0].startswith("// arm64 ("), shown
+        assert "scale:" in shown["lines"] and any("ret" in ln for ln in shown["lines"]), shown
+    elif shown["name"].endswith(".wasm"):
         assert shown["lines"][0].startswith("(module"), shown
     elif shown["name"].endswith(".x86_64"):
         assert shown["lines"][0].startswith("; x86_64 ("), shown

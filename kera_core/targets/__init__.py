@@ -76,6 +76,7 @@ class Declared:
 
 
 BUILTIN: tuple[Declared, ...] = (
+    Declared("arm64", "kera_core.targets.arm64", ".a64", runs=True),
     Declared("keg", "kera_core.targets.keg", ".keg"),
     Declared("ptx", "kera_core.targets.ptx", ".ptx", runs=True),
     Declared("wasm", "kera_core.targets.wasm", ".wasm", runs=True),
