@@ -287,7 +287,7 @@ async def test_code_lens_lowering_and_fingerprint(client: LanguageClient, sample
     # one lens per (function, target that can compile it); keg takes every function
     assert len({ln.command.arguments[1] for ln in lenses}) == 3
     assert sum(ln.command.arguments[2] == "keg" for ln in lenses) == 3
-    lens = lenses[0]
+    lens = next(ln for ln in lenses if ln.command.arguments[2] == "keg")
     assert lens.command.command == "kera.showLowering"
     assert lens.command.title.startswith("fingerprint ") and lens.command.title.endswith("… · keg")
     uri, fn, target = lens.command.arguments
