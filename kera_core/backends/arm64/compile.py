@@ -13,8 +13,6 @@ b"KERA-ARM64\\n" | fingerprint (32 bytes) | u32 header length | JSON header | co
 
 from __future__ import annotations
 
-import json
-import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -23,16 +21,14 @@ from kera_core.ir.graph import Graph
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
+from kera_core.native import artifact
 from kera_core.native.arm64.emit import assemble
 from kera_core.native.arm64.target import arm64_target
+from kera_core.native.artifact import ArtifactError as ArtifactError  # re-exported
 from kera_core.native.vcode import VCodeError
 
 MAGIC = b"KERA-ARM64\n"
 ISA = "armv8-a"  # the baseline: scalar FP (NEON is not selected yet)
-
-
-class ArtifactError(ValueError):
-    """Bytes that are not an arm64 artifact, or not built from this graph."""
 
 
 @dataclass
@@ -85,38 +81,14 @@ def compiled(graph: Graph, fn: str) -> Compiled:
 
 def build(graph: Graph, fn: str) -> tuple[bytes, Compiled]:
     comp = compiled(graph, fn)
-    header = json.dumps(
-        {"entry": fn, "isa": ISA, "functions": [[n, len(c)] for n, c in comp.codes]},
-        sort_keys=True,
-    ).encode()
-    data = MAGIC + graph.fingerprint() + struct.pack("<I", len(header)) + header
-    data += b"".join(c for _, c in comp.codes)
+    data = artifact.pack(MAGIC, graph.fingerprint(), fn, ISA, comp.codes)
     return data, comp
 
 
 def read(data: bytes, graph: Graph | None = None) -> tuple[dict, list[tuple[str, bytes]]]:
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 36:
-        raise ArtifactError("not an arm64 artifact")
-    at = len(MAGIC)
-    fp = data[at : at + 32]
-    if graph is not None and fp != graph.fingerprint():
-        raise ArtifactError("the artifact was not built from this graph (fingerprint differs)")
-    (n,) = struct.unpack_from("<I", data, at + 32)
-    try:
-        header = json.loads(data[at + 36 : at + 36 + n])
-    except ValueError:
-        raise ArtifactError("the artifact's header is damaged") from None
-    at += 36 + n
-    codes = []
-    for name, size in header["functions"]:
-        codes.append((name, data[at : at + size]))
-        at += size
-    if at != len(data):
-        raise ArtifactError("the artifact's code does not match its header")
-    return header, codes
+    """The header and the functions' code of an artifact (checked against `graph`)."""
+    return artifact.unpack(MAGIC, "arm64", data, None if graph is None else graph.fingerprint())
 
 
 def fingerprint_of(data: bytes) -> bytes:
-    if not data.startswith(MAGIC):
-        raise ArtifactError("not an arm64 artifact")
-    return data[len(MAGIC) : len(MAGIC) + 32]
+    return artifact.fingerprint_of(MAGIC, "arm64", data)

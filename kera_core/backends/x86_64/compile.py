@@ -15,8 +15,6 @@ code size, in program order (the order of the function table).
 
 from __future__ import annotations
 
-import json
-import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -25,16 +23,13 @@ from kera_core.ir.graph import Graph
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
-from kera_core.native import cpu
+from kera_core.native import artifact, cpu
+from kera_core.native.artifact import ArtifactError as ArtifactError  # re-exported
 from kera_core.native.x86.emit import assemble
 from kera_core.native.x86.target import x86_64_target
 
 MAGIC = b"KERA-X86-64\n"
 ISAS = ("sse2", "avx2", "avx512")
-
-
-class ArtifactError(ValueError):
-    """Bytes that are not an x86_64 artifact, or not built from this graph."""
 
 
 def isa_for(name: str | None = None) -> Isa:
@@ -119,39 +114,14 @@ def compiled(graph: Graph, fn: str, isa: Isa) -> Compiled:
 
 def build(graph: Graph, fn: str, isa: Isa) -> tuple[bytes, Compiled]:
     comp = compiled(graph, fn, isa)
-    header = json.dumps(
-        {"entry": fn, "isa": isa.name, "functions": [[n, len(c)] for n, c in comp.codes]},
-        sort_keys=True,
-    ).encode()
-    data = MAGIC + graph.fingerprint() + struct.pack("<I", len(header)) + header
-    data += b"".join(c for _, c in comp.codes)
+    data = artifact.pack(MAGIC, graph.fingerprint(), fn, isa.name, comp.codes)
     return data, comp
 
 
 def read(data: bytes, graph: Graph | None = None) -> tuple[dict, list[tuple[str, bytes]]]:
     """The header and the functions' code of an artifact (checked against `graph`)."""
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 36:
-        raise ArtifactError("not an x86_64 artifact")
-    at = len(MAGIC)
-    fp = data[at : at + 32]
-    if graph is not None and fp != graph.fingerprint():
-        raise ArtifactError("the artifact was not built from this graph (fingerprint differs)")
-    (n,) = struct.unpack_from("<I", data, at + 32)
-    try:
-        header = json.loads(data[at + 36 : at + 36 + n])
-    except ValueError:
-        raise ArtifactError("the artifact's header is damaged") from None
-    at += 36 + n
-    codes = []
-    for name, size in header["functions"]:
-        codes.append((name, data[at : at + size]))
-        at += size
-    if at != len(data):
-        raise ArtifactError("the artifact's code does not match its header")
-    return header, codes
+    return artifact.unpack(MAGIC, "x86_64", data, None if graph is None else graph.fingerprint())
 
 
 def fingerprint_of(data: bytes) -> bytes:
-    if not data.startswith(MAGIC):
-        raise ArtifactError("not an x86_64 artifact")
-    return data[len(MAGIC) : len(MAGIC) + 32]
+    return artifact.fingerprint_of(MAGIC, "x86_64", data)
