@@ -33,7 +33,6 @@ from kera_core.loops import ir
 from kera_core.loops.ir import Imm
 
 FLOATS = ("f32", "f64")
-CONTIGUOUS_OK = {"add", "sub"}
 
 
 @dataclass(frozen=True)
@@ -226,10 +225,8 @@ class _Planner:
                 raise _No
             if s.op == "select" and not (isinstance(s.args[0], Imm) or self.is_varying(s.args[0])):
                 raise _No  # a uniform condition choosing between lanes' values
-            ft = d.type if d.type != "bool" else s.args[0].type
-            if s.op == "select":
-                ft = d.type
-            self.float_type(ft)
+            # a comparison's mask takes its operands' type; a select its result's
+            self.float_type(s.args[0].type if d.type == "bool" else d.type)
             for a in s.args:
                 if not isinstance(a, Imm) and a.type not in FLOATS + ("bool",):
                     raise _No
