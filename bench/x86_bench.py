@@ -1,6 +1,7 @@
 """The x86_64 target against numpy (anchors run in the same process), and its compile time.
 
 Usage: python bench/x86_bench.py [--sizes 1000000,10000000] [--isa sse2|avx2] [--reps 3]
+       [--only axpy,total,dotp,soft,norm,mm,compile]
 
 Prints, per kernel and size, the median time of one native run (`runtime.run`: checking
 inputs, copying them in, the call, copying the outputs out) and of the call alone, the
@@ -72,6 +73,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--isa", default=None)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", default="axpy,total,dotp,soft,norm,mm,compile")
     args = ap.parse_args()
     isa = X.isa_for(args.isa)
     m = analyze(SRC).module
@@ -99,7 +101,8 @@ def main() -> None:
         f"{'kernel':8} {'N':>10} {'x86 ms':>9} {'call ms':>9} {'numpy ms':>9} {'x86/numpy':>9}"
         f" {'call/numpy':>10} {'same':>5}"
     )
-    for name in ("axpy", "total", "dotp", "soft", "norm"):
+    only = set(args.only.split(","))
+    for name in [k for k in ("axpy", "total", "dotp", "soft", "norm") if k in only]:
         small = inputs_for(name, 3000)
         same = run(loaded[name], m, name, small).digest() == run_function(m, name, small).digest()
         for n in (int(s) for s in args.sizes.split(",")):
@@ -130,7 +133,7 @@ def main() -> None:
     small = inputs_for("mm", 24)
     same = run(loaded["mm"], m, "mm", small).digest() == run_function(m, "mm", small).digest()
     with threadpool_limits(limits=1):
-        for side in (256, 512):
+        for side in (256, 512) if "mm" in only else ():
             inp = inputs_for("mm", side)
             calls = []
             t_x = timed(
@@ -146,7 +149,7 @@ def main() -> None:
                 f" {gf / t_n:.1f} GFLOP/s ({(gf / t_c) / (gf / t_n):.0%} of OpenBLAS)"
             )
     # compile time per 1000 graph nodes
-    for terms in (300, 3000):
+    for terms in (300, 3000) if "compile" in only else ():
         body = " + ".join(f"x * {i + 1}.5" for i in range(terms))
         src = f"pub fn f(x: f32) -> f32 {{ {body} }}\n"
         gm = analyze(src).module.graph

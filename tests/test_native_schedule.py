@@ -209,3 +209,57 @@ def test_compare_stays_next_to_its_branch():
     assert out[-1] is block[5] and out[-2] is block[4]
     g = dependence_graph(block, latency)
     assert (4, 5, 1) in g.edges()  # flags: true dependence cmp -> branch
+
+
+def max_live(order, live_in, live_out) -> int:
+    """The most virtual registers live at once when ``order`` runs (brute force)."""
+    live = set(live_in)
+    peak = len(live)
+    for k, x in enumerate(order):
+        later = {r for y in order[k + 1 :] for r in y.uses()} | set(live_out)
+        # a use's register is free for the instruction's own result
+        peak = max(peak, len({r for r in live if r in later} | set(x.d)))
+        live = {r for r in live | set(x.d) if r in later}
+    return peak
+
+
+def jammed_body(chains: int):
+    """A jammed loop body: ``chains`` accumulators (live in and out), each updated by
+    load → mul → add, the loads all ready at once (as the vector matmul's k loop is)."""
+    accs = [VReg(100 + c, INT) for c in range(chains)]
+    block, n = [], 0
+    for c in range(chains):
+        x, p = VReg(200 + c, INT), VReg(300 + c, INT)
+        block += [
+            Fake(n, d=(x,), rd=True, lat=5),
+            Fake(n + 1, d=(p,), u=(x,), lat=3),
+            Fake(n + 2, d=(accs[c],), u=(accs[c], p), lat=3),
+        ]
+        n += 3
+    block.append(Fake(n, term=True))
+    return block, frozenset(accs)
+
+
+def test_pressure_aware_order_keeps_the_accumulators_in_registers():
+    block, accs = jammed_body(8)
+    plain = schedule_block(block, lambda x: x.lat)
+    assert max_live(plain, accs, accs) == 8 + 8  # every load issued first: 16 live
+    limits = {INT: 12}
+    out = schedule_block(block, lambda x: x.lat, accs, accs, limits)
+    assert sorted(x.n for x in out) == list(range(len(block)))
+    assert max_live(out, accs, accs) <= 12
+    assert schedule_block(block, lambda x: x.lat, accs, accs, limits) == out  # deterministic
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_blocks_under_pressure_schedule_to_valid_orders(seed):
+    rnd = random.Random(seed)
+    block = random_block(rnd, rnd.randrange(2, 60))
+    live_out = frozenset(VReg(k, INT) for k in range(8) if rnd.random() < 0.4)
+    live_in = frozenset(VReg(k, INT) for k in range(8) if rnd.random() < 0.5)
+    out = schedule_block(block, lambda x: x.lat, live_in, live_out, {INT: rnd.randrange(1, 6)})
+    pos = {x.n: k for k, x in enumerate(out)}
+    assert sorted(pos) == list(range(len(block)))
+    for a, b in itertools.combinations(block, 2):
+        if must_precede(a, b):
+            assert pos[a.n] < pos[b.n], (a, b)

@@ -63,7 +63,11 @@ def outcome(run_it) -> str:
         return "error " + e.code
 
 
-def check(module, graph, name: str, level: str, sizes=(0, 1, 3, 17), seeds=(1,)) -> set[str]:
+def check(
+    module, graph, name: str, level: str, sizes=(0, 1, 3, 17), seeds=(1,), shapes=None
+) -> set[str]:
+    """Raw result bytes (or the error) equal to the interpreter's; every dimension = each of
+    `sizes`, or each tuple in `shapes` gives the dimensions in order."""
     data, _ = X.build(graph, name, _isa(level))
     _, codes = X.read(data, graph)
     loaded = Loaded(codes)
@@ -71,10 +75,11 @@ def check(module, graph, name: str, level: str, sizes=(0, 1, 3, 17), seeds=(1,))
     sig = entry_signature(src, name)
     seen = set()
     try:
-        for size in sizes:
+        cases = [(sum(d), d) for d in shapes] if shapes else []
+        for size, shape in cases or [(n, (n,) * len(sig.dim_names)) for n in sizes]:
             for seed in seeds:
                 for adversarial in (False, True):
-                    dims = {i: size for i in range(len(sig.dim_names))}
+                    dims = dict(enumerate(shape))
                     gen = InputGenerator(seed + size, adversarial=adversarial)
                     inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
                     named = {sig.dim_names[i]: n for i, n in dims.items()}
@@ -331,6 +336,11 @@ def test_jammed_vector_loops_with_inner_chains_bit_for_bit() -> None:
         check(m, m.graph, name, "avx2", sizes=(0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 40))
     for name in ("s64", "sm"):
         check(m, m.graph, name, "avx2", sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 2049))
+    # matmul's column panels (64 wide) and row blocks (4): widths around one and two panels
+    panels = [(m_, 3, n) for n in (63, 64, 65, 127, 128, 129) for m_ in (4, 6)]
+    for name in ("mm32", "mm64"):
+        check(m, m.graph, name, "avx2", shapes=panels)
+    check(m, m.graph, "mm32", "sse2", shapes=panels[:4])
 
 
 def test_the_assembly_names_the_source_function_and_node_of_each_block() -> None:

@@ -230,6 +230,24 @@ class Program:
     origins: dict[int, tuple[bytes, str]] = field(default_factory=dict)
 
 
+def assigned(stmts: list) -> set[int]:
+    """The ids of the Vars that ``stmts`` (and everything nested in them) define."""
+    out: set[int] = set()
+    for s in stmts:
+        if isinstance(s, (Op, Load)):
+            out.add(s.dst.id)
+        elif isinstance(s, Loop):
+            out.add(s.var.id)
+            out |= assigned(s.body)
+        elif isinstance(s, While):
+            out |= assigned(s.cond) | assigned(s.body)
+        elif isinstance(s, If):
+            out |= assigned(s.then) | assigned(s.orelse)
+        elif isinstance(s, Call):
+            out.update(r.id for r in s.results if isinstance(r, Var))
+    return out
+
+
 # --- text ------------------------------------------------------------------------------------
 
 

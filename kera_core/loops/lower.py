@@ -120,6 +120,9 @@ ELEMENTWISE_UNARY = ("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid
 
 
 MATMUL_ROWS = 4  # rows of a matmul that share each loaded element of b
+# columns of a matmul computed together: a row block walks a K × 64 panel of b, which stays in
+# a 512 KiB cache for K up to 2048 (f32) — a row block over all of a wide b does not
+MATMUL_PANEL = 64
 
 
 def lower_program(graph: Graph, fn: str | None = None) -> Program:
@@ -795,23 +798,29 @@ class _FnLowering:
             )
         out = self.alloc(t.elem.name, self.shape_of(t), t.space)
         zero = imm(a.elem, 0) if a.elem not in ("f32", "f64") else C.fconst(a.elem, 0.0)
-        # rows in blocks of MATMUL_ROWS (each b element loaded once per block), then one at a
-        # time; every output still adds its products from +0 with k increasing (§8.1)
-        blocks = e.op("div", rows, imm("i64", MATMUL_ROWS))
-        with e.loop(imm("i64", 0), blocks, mark="parallel", name="rb") as ib:
-            first = e.mul_i(ib, imm("i64", MATMUL_ROWS))
-            self.matmul_rows(a, b, out, first, MATMUL_ROWS, k, cols, zero)
-        done = e.mul_i(blocks, imm("i64", MATMUL_ROWS))
-        with e.loop(done, rows, mark="parallel", name="r") as i:
-            self.matmul_rows(a, b, out, i, 1, k, cols, zero)
+        # panels of MATMUL_PANEL columns (the panel of b a row block walks stays in cache);
+        # in each, rows in blocks of MATMUL_ROWS (each b element loaded once per block), then
+        # one at a time. Every output still adds its products from +0 with k increasing (§8.1)
+        width = imm("i64", MATMUL_PANEL)
+        panels = e.op("div", e.op("add", cols, imm("i64", MATMUL_PANEL - 1)), width)
+        with e.loop(imm("i64", 0), panels, name="cp") as p:
+            c0 = e.mul_i(p, width)
+            c1 = e.op("minimum", e.add_i(c0, width), cols)
+            blocks = e.op("div", rows, imm("i64", MATMUL_ROWS))
+            with e.loop(imm("i64", 0), blocks, mark="parallel", name="rb") as ib:
+                first = e.mul_i(ib, imm("i64", MATMUL_ROWS))
+                self.matmul_rows(a, b, out, first, MATMUL_ROWS, k, cols, (c0, c1), zero)
+            done = e.mul_i(blocks, imm("i64", MATMUL_ROWS))
+            with e.loop(done, rows, mark="parallel", name="r") as i:
+                self.matmul_rows(a, b, out, i, 1, k, cols, (c0, c1), zero)
         return out
 
-    def matmul_rows(self, a, b, out, first, count: int, k, cols, zero) -> None:
-        """Rows first … first+count-1 of a matmul: a `lanes` loop over the columns whose
-        body keeps one accumulator per row across the k loop."""
+    def matmul_rows(self, a, b, out, first, count: int, k, cols, panel, zero) -> None:
+        """Rows first … first+count-1 of a matmul, columns panel[0] … panel[1]-1: a `lanes`
+        loop over the columns whose body keeps one accumulator per row across the k loop."""
         e = self.e
         rows = [e.add_i(first, imm("i64", r)) for r in range(count)]
-        with e.loop(imm("i64", 0), cols, mark="lanes", name="c") as j:
+        with e.loop(panel[0], panel[1], mark="lanes", name="c") as j:
             starts = [e.add_i(a.offset, e.mul_i(i, k)) for i in rows]
             accs = []
             for _ in rows:

@@ -13,8 +13,13 @@ value live across an ``idiv`` is kept out of rax and rdx.  Selection connects a 
 register to a fixed one with an ordinary move (``mov rax, v1``); the allocator uses such moves
 as hints and deletes a move whose two sides end up in the same register.
 
-Spilling.  When no register is free, the active interval that ends last is spilled (or the
-new one, if it ends later).  A spilled value lives in its stack slot for its whole life: each
+Spilling.  When no register is free, the cheapest of the new interval and the active ones
+that could give up their register is spilled (ties: the one that ends last).  A value's cost
+is its uses and definitions, each weighted 8^(loop depth) (:mod:`.loopdepth`), divided by the
+instructions its interval covers, weighted the same way: the use it makes of a register per
+unit of hot code it holds one through.  So a short temporary in an inner loop is never the
+victim, a value read only outside the loop it spans is the first, and of two values live
+through a loop the one the loop reads less goes to memory.  A spilled value lives in its stack slot for its whole life: each
 instruction reading it is preceded by a reload into one of the target's reserved scratch
 registers and each instruction writing it is followed by a store.  Slots of the same size
 are reused once the value in them is dead.
@@ -26,10 +31,12 @@ preference order, and every tie is broken by those orders; no set iteration orde
 from __future__ import annotations
 
 import bisect
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import liveness as lv
+from .loopdepth import innermost_loops, loop_depths
 from .vcode import (
     Block,
     MachineTarget,
@@ -123,12 +130,37 @@ def _hints(fn: VCodeFunction) -> dict[VReg, list[Reg]]:
     return hints
 
 
+def _spill_costs(fn: VCodeFunction, live: lv.Liveness) -> dict[VReg, float]:
+    """Each value's uses and definitions weighted by loop depth, per weighted instruction its
+    interval covers: how much a register held for it is used."""
+    depth = loop_depths(fn)
+    weight: dict[VReg, float] = {}
+    covered = [0.0]  # prefix sums of the weights of the positions (two per instruction)
+    for b in fn.blocks:
+        w = 8.0 ** min(depth[b.label], 6)
+        for inst in b.insts:
+            for r in {*inst.uses(), *inst.defs()}:
+                if isinstance(r, VReg):
+                    weight[r] = weight.get(r, 0.0) + w
+            covered.append(covered[-1] + w / 2)
+            covered.append(covered[-1] + w / 2)
+    costs: dict[VReg, float] = {}
+    last = len(covered) - 1
+    for iv in live.vreg_intervals():
+        v = iv.reg
+        assert isinstance(v, VReg)
+        span = sum(covered[min(z, last)] - covered[min(a, last)] for a, z in iv.ranges)
+        costs[v] = weight.get(v, 0.0) / (1.0 + span)
+    return costs
+
+
 def _scan(
     ivs: list[lv.Interval],
     regs: tuple[PReg, ...],
     fixed: dict[PReg, _Fixed],
     hints: dict[VReg, list[Reg]],
     assignment: dict[VReg, Location | None],
+    costs: dict[VReg, float],
 ) -> None:
     """Allocate one register class.  Spilled intervals get ``None`` (slots come later)."""
     free = set(regs)
@@ -159,13 +191,18 @@ def _scan(
             assignment[v] = choice
             bisect.insort(active, (iv.end, v.id, iv, choice), key=lambda t: (t[0], t[1]))
             continue
-        # No free register: spill whichever of (this, an evictable active) ends last.
+
+        # No free register: spill the cheapest of this one and the evictable active ones.
+        def key(end: int, reg: VReg) -> tuple[float, int, int]:
+            return (costs.get(reg, 0.0), -end, -reg.id)
+
         victim = None
-        for entry in reversed(active):
-            if fits(entry[3]):
+        for entry in active:
+            if fits(entry[3]) and (
+                victim is None or key(entry[0], entry[2].reg) < key(victim[0], victim[2].reg)
+            ):
                 victim = entry
-                break
-        if victim is not None and (victim[0], victim[1]) > (iv.end, v.id):
+        if victim is not None and key(victim[0], victim[2].reg) < key(iv.end, v):
             active.remove(victim)
             _, _, viv, p = victim
             assignment[viv.reg] = None  # type: ignore[index]
@@ -202,6 +239,82 @@ def _assign_slots(
     return result, slots
 
 
+@dataclass
+class _LoopRegisters:
+    """Spilled values given a register inside an innermost loop (see :func:`_loop_registers`)."""
+
+    inside: dict[str, dict[VReg, PReg]]  # block label → value → its register there
+    preload: dict[str, list[tuple[PReg, SpillSlot, VReg]]]  # preheader → reloads at its end
+
+
+def _loop_registers(
+    fn: VCodeFunction,
+    live: lv.Liveness,
+    final: Mapping[VReg, Location],
+    fixed: dict[PReg, _Fixed],
+    target: MachineTarget,
+) -> _LoopRegisters:
+    """Whole-interval spilling keeps a value in memory through a hot loop when the pressure was
+    high somewhere else in its life.  So, for each innermost loop entered only from one
+    preheader, the spilled values the loop reads but never writes take the registers the loop
+    leaves free (most-read first): one reload at the end of the preheader, none inside.  The
+    slot stays valid (the loop does not write the value), so nothing changes after the loop."""
+    labels = [b.label for b in fn.blocks]
+    index = {lab: i for i, lab in enumerate(labels)}
+    held: dict[PReg, list[tuple[int, int]]] = {}
+    for v, where in final.items():
+        if isinstance(where, PReg):
+            held.setdefault(where, []).extend(live.intervals[v].ranges)
+    for ranges in held.values():
+        ranges.sort()
+    out = _LoopRegisters({}, {})
+    for h, z in innermost_loops(fn):
+        preds = {
+            i
+            for i, b in enumerate(fn.blocks)
+            if not h <= i <= z
+            for t in b.succs
+            if h <= index[t] <= z
+        }
+        entries = {index[t] for i in preds for t in fn.blocks[i].succs if h <= index[t] <= z}
+        if len(preds) != 1 or entries != {h}:
+            continue
+        pre = fn.blocks[next(iter(preds))]
+        if not pre.insts:
+            continue
+        pz = live.block_range[pre.label][1]
+        last = pz - 2 if pre.insts[-1].is_terminator() else pz - 1
+        need = sorted(
+            [(last, pz), (live.block_range[labels[h]][0], live.block_range[labels[z]][1])]
+        )
+        reads: dict[VReg, int] = {}
+        written: set[VReg] = set()
+        for b in fn.blocks[h : z + 1]:
+            for inst in b.insts:
+                for r in inst.uses():
+                    if isinstance(r, VReg) and isinstance(final[r], SpillSlot):
+                        reads[r] = reads.get(r, 0) + 1
+                written.update(r for r in inst.defs() if isinstance(r, VReg))
+        taken: set[PReg] = set()
+        inside: dict[VReg, PReg] = {}
+        for v in sorted((v for v in reads if v not in written), key=lambda v: (-reads[v], v.id)):
+            for p in target.allocatable[v.cls]:
+                if p in taken or fixed.get(p, _NO_FIXED).hits(need):
+                    continue
+                if lv.ranges_overlap(held.get(p, []), need):
+                    continue
+                taken.add(p)
+                inside[v] = p
+                slot = final[v]
+                assert isinstance(slot, SpillSlot)
+                out.preload.setdefault(pre.label, []).append((p, slot, v))
+                break
+        if inside:
+            for b in fn.blocks[h : z + 1]:
+                out.inside[b.label] = inside
+    return out
+
+
 def allocate(fn: VCodeFunction, target: MachineTarget) -> Allocation:
     """Allocate registers for ``fn`` on ``target``; see the module docstring."""
     _check_operands(fn, target)
@@ -213,8 +326,9 @@ def allocate(fn: VCodeFunction, target: MachineTarget) -> Allocation:
     by_class: dict[RegClass, list[lv.Interval]] = {}
     for iv in live.vreg_intervals():
         by_class.setdefault(iv.reg.cls, []).append(iv)
+    costs = _spill_costs(fn, live)
     for cls in sorted(by_class, key=lambda c: c.value):
-        _scan(by_class[cls], tuple(target.allocatable[cls]), fixed, hints, assignment)
+        _scan(by_class[cls], tuple(target.allocatable[cls]), fixed, hints, assignment, costs)
 
     spilled_ivs = [live.intervals[v] for v, loc in assignment.items() if loc is None]
     slot_of, slots = _assign_slots(spilled_ivs, target)
@@ -223,7 +337,8 @@ def allocate(fn: VCodeFunction, target: MachineTarget) -> Allocation:
         loc = assignment[v]
         final[v] = slot_of[v] if loc is None else loc
 
-    new_blocks, removed, n_reload, n_spill = _rewrite(fn, target, final)
+    promoted = _loop_registers(fn, live, final, fixed, target)
+    new_blocks, removed, n_reload, n_spill = _rewrite(fn, target, final, promoted)
     out = VCodeFunction(fn.name, new_blocks)
 
     written: set[PReg] = set()
@@ -243,13 +358,25 @@ def allocate(fn: VCodeFunction, target: MachineTarget) -> Allocation:
 
 
 def _rewrite(
-    fn: VCodeFunction, target: MachineTarget, loc: Mapping[VReg, Location]
+    fn: VCodeFunction,
+    target: MachineTarget,
+    spilled_loc: Mapping[VReg, Location],
+    promoted: _LoopRegisters,
 ) -> tuple[list[Block], int, int, int]:
     removed = n_reload = n_spill = 0
     blocks: list[Block] = []
     for b in fn.blocks:
         out: list[MachInst] = []
-        for inst in b.insts:
+        inside = promoted.inside.get(b.label)
+        loc = ChainMap(inside, spilled_loc) if inside else spilled_loc
+        preload = [
+            target.make_reload(p, slot, v) for p, slot, v in promoted.preload.get(b.label, ())
+        ]
+        n_reload += len(preload)
+        for k, inst in enumerate(b.insts):
+            if preload and k == len(b.insts) - 1 and inst.is_terminator():
+                out.extend(preload)
+                preload = []
             uses = list(inst.uses())
             defs = list(inst.defs())
             clobbered = set(inst.clobbers())
@@ -314,5 +441,6 @@ def _rewrite(
                     assert isinstance(slot, SpillSlot)
                     out.append(target.make_spill(slot, mapping[v], v))  # type: ignore[arg-type]
                     n_spill += 1
+        out.extend(preload)  # a block that falls through into the loop
         blocks.append(Block(b.label, out, b.succs))
     return blocks, removed, n_reload, n_spill

@@ -17,15 +17,27 @@ Priority is the critical-path length to the end of the block (latencies from the
 The scheduler simulates a single-issue machine cycle by cycle: among instructions whose inputs
 are ready it picks the highest priority; ties go to the original order.  If nothing is ready
 it advances to the next cycle where something is.  The result is deterministic.
+
+Register pressure.  Given the block's live-in and live-out sets and the registers per class
+(:func:`schedule_function` passes them), the scheduler counts the virtual registers live at
+each point.  While a class is within ``HEADROOM`` registers of its limit, it prefers the ready
+instruction that raises that pressure least (a value's last use frees it), then the one that
+reads most values computed in the block (it finishes work already started rather than loading
+more), then priority; and rather than raise the pressure it waits for an instruction that
+does not, when one is on its way.  Without this, a jammed loop body issues every load and
+every product before the first add and the allocator spills the accumulators.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .vcode import Block, MachineTarget, MachInst, Reg, VCodeFunction
+from . import liveness as lv
+from .vcode import Block, MachineTarget, MachInst, Reg, RegClass, VCodeFunction, VReg
+
+HEADROOM = 1  # a class this close to its limit counts as under pressure
 
 
 @dataclass(frozen=True)
@@ -116,8 +128,76 @@ def critical_path(graph: DepGraph, latency: Sequence[int]) -> list[int]:
     return prio
 
 
-def schedule_block(insts: Sequence[MachInst], latency: Callable[[MachInst], int]) -> list[MachInst]:
-    """Return ``insts`` reordered by list scheduling (see the module docstring)."""
+class _Pressure:
+    """Live virtual registers per class while a block is being scheduled."""
+
+    def __init__(
+        self,
+        insts: Sequence[MachInst],
+        live_in: frozenset[Reg],
+        live_out: frozenset[Reg],
+        limits: Mapping[RegClass, int],
+    ) -> None:
+        self.limits = limits
+        self.live_out = live_out
+        self.remaining: dict[VReg, int] = {}
+        self.uses = [[r for r in set(x.uses()) if isinstance(r, VReg)] for x in insts]
+        self.defs = [[r for r in set(x.defs()) if isinstance(r, VReg)] for x in insts]
+        defined: set[VReg] = set()
+        for us, ds in zip(self.uses, self.defs, strict=True):
+            for u in us:
+                self.remaining[u] = self.remaining.get(u, 0) + 1
+            defined.update(ds)
+        self.live = {r for r in live_in if isinstance(r, VReg)}
+        self.count: dict[RegClass, int] = {}
+        for r in self.live:
+            self.count[r.cls] = self.count.get(r.cls, 0) + 1
+        # values computed in the block (reading them finishes started work)
+        self.defined = defined
+
+    def high(self) -> set[RegClass]:
+        return {c for c, n in self.count.items() if n >= self.limits.get(c, 1 << 30) - HEADROOM}
+
+    def delta(self, i: int, classes: set[RegClass]) -> int:
+        d = 0
+        for r in self.defs[i]:
+            if r.cls in classes and r not in self.live:
+                d += 1
+        for r in self.uses[i]:
+            if (
+                r.cls in classes
+                and self.remaining[r] == 1
+                and r not in self.live_out
+                and r not in self.defs[i]
+            ):
+                d -= 1
+        return d
+
+    def reads_started(self, i: int) -> int:
+        return sum(1 for r in self.uses[i] if r in self.defined)
+
+    def issue(self, i: int) -> None:
+        for r in self.uses[i]:
+            self.remaining[r] -= 1
+            if self.remaining[r] == 0 and r not in self.live_out and r not in self.defs[i]:
+                if r in self.live:
+                    self.live.discard(r)
+                    self.count[r.cls] -= 1
+        for r in self.defs[i]:
+            if r not in self.live and (self.remaining.get(r, 0) > 0 or r in self.live_out):
+                self.live.add(r)
+                self.count[r.cls] = self.count.get(r.cls, 0) + 1
+
+
+def schedule_block(
+    insts: Sequence[MachInst],
+    latency: Callable[[MachInst], int],
+    live_in: frozenset[Reg] = frozenset(),
+    live_out: frozenset[Reg] | None = None,
+    limits: Mapping[RegClass, int] | None = None,
+) -> list[MachInst]:
+    """Return ``insts`` reordered by list scheduling (see the module docstring); with
+    ``live_out`` and ``limits`` the order also watches register pressure."""
     n = len(insts)
     if n < 2:
         return list(insts)
@@ -130,6 +210,7 @@ def schedule_block(insts: Sequence[MachInst], latency: Callable[[MachInst], int]
     heapq.heapify(pending)
     avail: list[tuple[int, int]] = []  # (-priority, i)
     order: list[int] = []
+    press = _Pressure(insts, live_in, live_out, limits) if limits and live_out is not None else None
     cycle = 0
     while len(order) < n:
         while pending and pending[0][0] <= cycle:
@@ -138,8 +219,28 @@ def schedule_block(insts: Sequence[MachInst], latency: Callable[[MachInst], int]
         if not avail:
             cycle = pending[0][0]
             continue
-        _, i = heapq.heappop(avail)
+        high = press.high() if press is not None else set()
+        if high:
+            assert press is not None
+
+            def key(e: tuple[int, int], high: set[RegClass] = high) -> tuple[int, int, int, int]:
+                return (press.delta(e[1], high), -press.reads_started(e[1]), e[0], e[1])
+
+            best = min(avail, key=key)
+            if key(best)[0] > 0:
+                # something that does not raise the pressure is on its way: wait for it
+                soon = [t for t, j in pending if press.delta(j, high) <= 0]
+                if soon:
+                    cycle = max(cycle + 1, min(soon))
+                    continue
+            avail.remove(best)
+            heapq.heapify(avail)
+            i = best[1]
+        else:
+            _, i = heapq.heappop(avail)
         order.append(i)
+        if press is not None:
+            press.issue(i)
         for j, w in graph.succs[i]:
             earliest[j] = max(earliest[j], cycle + w)
             npred[j] -= 1
@@ -150,8 +251,20 @@ def schedule_block(insts: Sequence[MachInst], latency: Callable[[MachInst], int]
 
 
 def schedule_function(fn: VCodeFunction, target: MachineTarget) -> VCodeFunction:
-    """Schedule every block of ``fn`` with the target's latencies; a new function."""
+    """Schedule every block of ``fn`` with the target's latencies, watching the pressure on
+    its allocatable registers; a new function."""
+    live = lv.analyze(fn)
+    limits = {c: len(regs) for c, regs in target.allocatable.items()}
     return VCodeFunction(
         fn.name,
-        [Block(b.label, schedule_block(b.insts, target.latency), b.succs) for b in fn.blocks],
+        [
+            Block(
+                b.label,
+                schedule_block(
+                    b.insts, target.latency, live.live_in[b.label], live.live_out[b.label], limits
+                ),
+                b.succs,
+            )
+            for b in fn.blocks
+        ],
     )

@@ -392,11 +392,28 @@ class Selector:
         self.branch("s", self.error("R0007"), cont)
         self.start(cont)
 
-    def loop(self, s: ir.Loop) -> None:
+    def loop_counter(self, s: ir.Loop) -> tuple[VReg, VReg]:
+        """A loop's counter (a fresh register, from `lo`) and its bound: the bound's own
+        register when the body does not assign it (it is read once, at entry, so a copy would
+        only hold a second register through the loop)."""
         i = self.vreg(RegClass.INT)
-        hi = self.vreg(RegClass.INT)
         self.copy(i, self.get(s.lo))
+        if isinstance(s.hi, ir.Var) and s.hi.id not in ir.assigned(s.body):
+            return i, self.get(s.hi)
+        hi = self.vreg(RegClass.INT)
         self.copy(hi, self.get(s.hi))
+        return i, hi
+
+    def bind_loop_var(self, s: ir.Loop, i: VReg) -> None:
+        """The body reads the loop variable from the counter itself (the loop program never
+        assigns a loop variable in its body; if one did, it would get a copy)."""
+        if s.var.id in ir.assigned(s.body):
+            self.copy(self.reg_of(s.var), i)
+        else:
+            self.regs[s.var.id] = i
+
+    def loop(self, s: ir.Loop) -> None:
+        i, hi = self.loop_counter(s)
         p = vectorize.plan(s, self.seen_vars(), vector.TARGET) if self.isa.vectors else None
         if p is not None:
             self.vector_part(s, p, i, hi)
@@ -408,7 +425,7 @@ class Selector:
         self.start(body)
         if s.counted:
             self.tick()
-        self.copy(self.reg_of(s.var), i)
+        self.bind_loop_var(s, i)
         self.stmts(s.body)
         self.emit(I.alu_imm("add", i, 1))
         self.jump(head)

@@ -220,10 +220,7 @@ class VectorLoop:
 
     def inner_loop(self, st: ir.Loop) -> None:
         s = self.sel
-        i = s.vreg(RegClass.INT)
-        hi = s.vreg(RegClass.INT)
-        s.copy(i, s.get(st.lo))
-        s.copy(hi, s.get(st.hi))
+        i, hi = s.loop_counter(st)
         head, body, done = s.label("ihead"), s.label("ibody"), s.label("idone")
         s.jump(head)
         s.start(head)
@@ -231,7 +228,7 @@ class VectorLoop:
         s.branch("ge", done, body)
         s.start(body)
         self.uniform = {}
-        s.copy(s.reg_of(st.var), i)
+        s.bind_loop_var(st, i)
         self.stmts(st.body)
         s.emit(I.alu_imm("add", i, 1))
         s.jump(head)
