@@ -43,6 +43,10 @@ class VectorTarget:
     registers: int  # vector registers the allocator may use
     ops: frozenset  # loop-program primitives the backend has as vector instructions
     max_jam: int = 4
+    # bytes a streaming loop stores past which its stores should bypass the caches (the data
+    # cannot stay cached anyway, and a cached store first reads the line it overwrites);
+    # None: the target has no such stores
+    stream_bytes: int | None = None
 
     def width(self, t: str) -> int:
         return self.width_bytes // (4 if t == "f32" else 8)
@@ -58,6 +62,9 @@ class LanesPlan:
     contiguous: set[int] = field(default_factory=set)
     reassigned: set[int] = field(default_factory=set)  # defined more than once in the body
     inner: bool = False  # the body holds an inner loop
+    # streaming: no inner loop, and every store is at the loop variable itself — the body
+    # writes one element per buffer per lane, so the first address says every one's alignment
+    streaming: bool = False
 
     def kind(self, x) -> str:
         """'varying', 'contiguous' or 'uniform' for an operand of the body."""
@@ -126,8 +133,22 @@ class _Planner:
             jam = 1 << (jam.bit_length() - 1)  # a power of two: steps are masked off
         contiguous = {v for v, s in self.stride.items() if s == 1 and v != self.loop.var.id}
         reassigned = {v for v, n in self.defs.items() if n > 1}
+        stores = [x for x in self.loop.body if isinstance(x, ir.Store)]
+        streaming = (
+            not self.inner
+            and bool(stores)
+            and all(isinstance(x.index, ir.Var) and x.index.id == self.loop.var.id for x in stores)
+        )
         return LanesPlan(
-            self.loop, t, width, jam, set(self.varying), contiguous, reassigned, self.inner
+            self.loop,
+            t,
+            width,
+            jam,
+            set(self.varying),
+            contiguous,
+            reassigned,
+            self.inner,
+            streaming,
         )
 
     def count_defs(self, stmts: list) -> None:
