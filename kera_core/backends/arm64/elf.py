@@ -4,9 +4,11 @@ check of the ABI the in-process (unicorn) runner only imitates.
 The artifact's code is included byte for byte (``.incbin``) after a small harness written in
 GNU assembly, assembled and linked by binutils (``aarch64-linux-gnu-as``/``-ld``):
 
-* ``_start`` calls the entry as ``int64 f(uint64 *io, uint64 *ctx)`` (x0, x1) with the
-  io cells (dimension sizes, flattened parameters, then room for the results) and the ctx
-  cells the code reads: the step budget, the host helpers and the function table;
+* ``_start`` plants a distinct value in each callee-saved register (x19–x28, d8–d15), calls
+  the entry as ``int64 f(uint64 *io, uint64 *ctx)`` (x0, x1) with the io cells (dimension
+  sizes, flattened parameters, then room for the results) and the ctx cells the code reads
+  (the step budget, the host helpers and the function table), and exits with status 6 if
+  any callee-saved register changed;
 * the helpers are AAPCS64 functions of the harness: ``alloc`` (a bump allocator with a size
   header; blocks are zeroed; ``free`` of the last block gives it back, so the per-iteration
   release of the loop program runs in bounded memory), ``memcpy``, and ``print``, which
@@ -84,8 +86,10 @@ _HARNESS = """\
 _start:
     ldr x0, =kio
     ldr x1, =kctx
+{plant}
     ldr x9, =kcode + {entry}
     blr x9
+{verify}
     ldr x1, =khdr
     str x0, [x1]
     ldr x2, =heap_next
@@ -245,6 +249,11 @@ h_nofmod:
     mov x8, #93
     svc #0
 
+clobbered:                      // a callee-saved register changed across the call
+    mov x0, #6
+    mov x8, #93
+    svc #0
+
     .ltorg
     .balign 64
 kcode:
@@ -287,6 +296,25 @@ klog:
 kheap:
     .skip {heap_size}
 """
+
+
+def _sentinel(k: int) -> int:
+    return 0x5EED_0000_0000_0000 | (k * 0x0101_0101)
+
+
+# AAPCS64: x19–x28 and the low 64 bits of v8–v15 survive a call; the harness plants a
+# distinct value in each before the call and exits with status 6 if one changed.
+_PLANT = "\n".join(
+    [f"    ldr x{r}, ={_sentinel(r)}" for r in range(19, 29)]
+    + [f"    ldr x9, ={_sentinel(100 + d)}\n    fmov d{d}, x9" for d in range(8, 16)]
+)
+_VERIFY = "\n".join(
+    [f"    ldr x9, ={_sentinel(r)}\n    cmp x{r}, x9\n    b.ne clobbered" for r in range(19, 29)]
+    + [
+        f"    fmov x10, d{d}\n    ldr x9, ={_sentinel(100 + d)}\n    cmp x10, x9\n    b.ne clobbered"
+        for d in range(8, 16)
+    ]
+)
 
 
 def _quads(values: list[int]) -> str:
@@ -349,6 +377,8 @@ def run_elf(
         (d / "params.bin").write_bytes(bytes(params) or b"\0")
         text = _HARNESS.format(
             entry=offsets[fn_name],
+            plant=_PLANT,
+            verify=_VERIFY,
             io_bytes=8 * len(io),
             params_bytes=len(params),
             code=d / "code.bin",
