@@ -25,6 +25,7 @@ from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
 from kera_core.native import artifact, cpu
 from kera_core.native.artifact import ArtifactError as ArtifactError  # re-exported
+from kera_core.native.vcode import VCodeError
 from kera_core.native.x86.emit import assemble
 from kera_core.native.x86.target import x86_64_target
 
@@ -85,7 +86,7 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
         return [f"no function `{fn}`"]
     try:
         compiled(graph, fn, Isa())
-    except (NotLowered, NotSelected) as e:
+    except (NotLowered, NotSelected, VCodeError) as e:  # VCodeError: allocation refused
         return [str(e)]
     return []
 

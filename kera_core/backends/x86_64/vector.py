@@ -31,9 +31,9 @@ VECTOR_OPS = frozenset(
     | set(COMPARES)
     | {"gt", "ge"}
 )
-# 16 ymm less the two scratch registers the allocator keeps; streaming stores (vmovntps)
+# 16 ymm less the three scratch registers the allocator keeps; streaming stores (vmovntps)
 # past 8 MiB stored, about where glibc's memcpy (numpy's copyto) switches to them
-TARGET = VectorTarget(width_bytes=32, registers=14, ops=VECTOR_OPS, stream_bytes=8 << 20)
+TARGET = VectorTarget(width_bytes=32, registers=13, ops=VECTOR_OPS, stream_bytes=8 << 20)
 
 
 def _suffix(t: str) -> str:

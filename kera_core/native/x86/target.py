@@ -11,7 +11,8 @@ from . import inst as I
 from . import regs as R
 
 INT_SCRATCH = (R.R11, R.R10)
-FLOAT_SCRATCH = (R.XMMS[15], R.XMMS[14])
+# three: vblendv/vfmadd read three vector registers, and all three may be spilled
+FLOAT_SCRATCH = (R.XMMS[15], R.XMMS[14], R.XMMS[13])
 
 # Caller-saved first: a leaf function that fits in them saves nothing.
 _INT_ORDER = (R.RAX, R.RCX, R.RDX, R.RSI, R.RDI, R.R8, R.R9, R.RBX, R.R12, R.R13, R.R14, R.R15)
@@ -97,13 +98,14 @@ def x86_64_target(*, frame_pointer: bool = False, avx512: bool = False) -> Machi
     """The x86-64 register file for the allocator.
 
     Allocatable: the 16 GPRs minus rsp, minus rbp when it is the frame pointer, minus the two
-    scratch registers r10/r11 (13, or 12 with a frame pointer); xmm0-xmm13 (xmm0-13 and
+    scratch registers r10/r11 (13, or 12 with a frame pointer); xmm0-xmm12 (xmm0-12 and
     xmm16-31 with ``avx512``, which then requires every FLOAT instruction selected to have an
     EVEX form, as legacy/VEX encodings cannot name xmm16-31).  Scratch: r11, r10, xmm15,
-    xmm14.
+    xmm14, xmm13 (three: an instruction reading three spilled vectors, like ``vblendvps``,
+    still allocates).
     """
     ints = _INT_ORDER if frame_pointer else (*_INT_ORDER, R.RBP)
-    floats = R.XMMS[:14] + (R.XMMS[16:32] if avx512 else ())
+    floats = R.XMMS[:13] + (R.XMMS[16:32] if avx512 else ())
     name = "x86-64" + ("+fp" if frame_pointer else "") + ("+avx512" if avx512 else "")
     return MachineTarget(
         name=name,
