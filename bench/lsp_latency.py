@@ -9,6 +9,9 @@ Measures, end to end (client send -> client receive):
   (edits are spaced past the debounce window, as single keystrokes; a typing burst is
   measured separately: its diagnostics arrive ``kera.diagnosticsDelay`` after the last key);
 * hover and completion at identifiers in function bodies, once the analysis is current;
+* the requests added for issue 18 (highlights, type definition, call hierarchy, inlay hints
+  and semantic tokens of a 60-line screen, on-type formatting, full and delta semantic
+  tokens, pulled diagnostics full and unchanged, completion resolve);
 * the server's resident memory after opening the file.
 """
 
@@ -183,6 +186,7 @@ async def main() -> None:
         )
         for i in picks
     ]
+    extra = await newer_requests(client, text, picks, timed)
     status = Path(f"/proc/{pid}/status").read_text()
     rss = {k: int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM")}
 
@@ -200,12 +204,146 @@ async def main() -> None:
         ("hover", hover_ms),
         ("completion", completion_ms),
     ]
+    rows += extra
     for name, xs in rows:
         print(f"{name:<44} {statistics.median(xs):>9.1f} {pct(xs, 0.95):>9.1f} {max(xs):>9.1f}")
     print(f"{'server CPU per edit (mean, incl. idle work)':<44} {edit_cpu_ms:>9.1f}")
     print(f"{'typing burst (8 keys) -> diagnostics':<44} {burst_ms:>9.1f}")
     print(f"{'open -> first diagnostics (cold)':<44} {cold * 1000:>9.1f}")
     print(f"{'server RSS now / peak (MiB)':<44} {rss['VmRSS']:>9.1f} {rss['VmHWM']:>9.1f}")
+
+
+async def newer_requests(client, text: str, picks: list[int], timed) -> list[tuple[str, list]]:
+    """Latencies of the requests added for issue 18, at the same identifiers."""
+    doc = T.TextDocumentIdentifier(uri=URI)
+    at = [position(text, i + 1) for i in picks]
+
+    def screen(p: T.Position) -> T.Range:  # ~60 lines around p, as an editor asks
+        return T.Range(
+            start=T.Position(line=max(0, p.line - 30), character=0),
+            end=T.Position(line=p.line + 30, character=0),
+        )
+
+    rows: list[tuple[str, list]] = []
+
+    async def each(name, make):
+        rows.append((name, [await timed(make(p)) for p in at]))
+
+    await each(
+        "documentHighlight",
+        lambda p: client.text_document_document_highlight_async(
+            T.DocumentHighlightParams(text_document=doc, position=p)
+        ),
+    )
+    await each(
+        "typeDefinition",
+        lambda p: client.text_document_type_definition_async(
+            T.TypeDefinitionParams(text_document=doc, position=p)
+        ),
+    )
+    await each(
+        "prepareCallHierarchy",
+        lambda p: client.text_document_prepare_call_hierarchy_async(
+            T.CallHierarchyPrepareParams(text_document=doc, position=p)
+        ),
+    )
+    await each(
+        "inlayHint (60 lines)",
+        lambda p: client.text_document_inlay_hint_async(
+            T.InlayHintParams(text_document=doc, range=screen(p))
+        ),
+    )
+    await each(
+        "semanticTokens/range (60 lines)",
+        lambda p: client.text_document_semantic_tokens_range_async(
+            T.SemanticTokensRangeParams(text_document=doc, range=screen(p))
+        ),
+    )
+    await each(
+        "onTypeFormatting (`;`, not one)",
+        lambda p: client.text_document_on_type_formatting_async(
+            T.DocumentOnTypeFormattingParams(
+                text_document=doc,
+                position=p,
+                ch=";",
+                options=T.FormattingOptions(tab_size=4, insert_spaces=True),
+            )
+        ),
+    )
+    n = min(len(at), 20)
+    full = await client.text_document_semantic_tokens_full_async(
+        T.SemanticTokensParams(text_document=doc)
+    )
+    rows.append(
+        (
+            "semanticTokens/full",
+            [
+                await timed(
+                    client.text_document_semantic_tokens_full_async(
+                        T.SemanticTokensParams(text_document=doc)
+                    )
+                )
+                for _ in range(n)
+            ],
+        )
+    )
+    full = await client.text_document_semantic_tokens_full_async(
+        T.SemanticTokensParams(text_document=doc)
+    )
+    rows.append(
+        (
+            "semanticTokens/full/delta (no change)",
+            [
+                await timed(
+                    client.text_document_semantic_tokens_full_delta_async(
+                        T.SemanticTokensDeltaParams(
+                            text_document=doc, previous_result_id=full.result_id
+                        )
+                    )
+                )
+                for _ in range(n)
+            ],
+        )
+    )
+    first = await client.text_document_diagnostic_async(
+        T.DocumentDiagnosticParams(text_document=doc)
+    )
+    rows.append(
+        (
+            "textDocument/diagnostic (full)",
+            [
+                await timed(
+                    client.text_document_diagnostic_async(
+                        T.DocumentDiagnosticParams(text_document=doc)
+                    )
+                )
+                for _ in range(n)
+            ],
+        )
+    )
+    rows.append(
+        (
+            "textDocument/diagnostic (unchanged)",
+            [
+                await timed(
+                    client.text_document_diagnostic_async(
+                        T.DocumentDiagnosticParams(
+                            text_document=doc, previous_result_id=first.result_id
+                        )
+                    )
+                )
+                for _ in range(n)
+            ],
+        )
+    )
+    item = T.CompletionItem(label="exp", data={"uri": URI, "kind": "builtin", "label": "exp"})
+    rows.append(
+        (
+            "completionItem/resolve",
+            [await timed(client.completion_item_resolve_async(item)) for _ in range(n)],
+        )
+    )
+    return rows
 
 
 if __name__ == "__main__":

@@ -2,16 +2,22 @@
 
 from kera_lsp.features import (
     actions,
+    call_hierarchy,
     completion,
     diagnostics,
     formatting,
+    highlight,
     hover,
     inlay,
     lowering,
     navigation,
+    on_type_formatting,
+    progress,
+    pull_diagnostics,
     semantic_tokens,
     symbols,
     sync,
+    type_navigation,
 )
 
 SETUPS = [
@@ -26,4 +32,10 @@ SETUPS = [
     inlay.setup,
     actions.setup,
     lowering.setup,
+    pull_diagnostics.setup,
+    highlight.setup,
+    type_navigation.setup,
+    call_hierarchy.setup,
+    on_type_formatting.setup,
+    progress.setup,
 ]

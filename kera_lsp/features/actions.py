@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcRequestCancelled
 
 from kera_core.ide import targets
 from kera_lsp import convert
 from kera_lsp.features.navigation import workspace_edit
+from kera_lsp.features.progress import Progress
 from kera_lsp.server import KeraLanguageServer, RequestFailed, handler
 
 COMPILE = "kera.compileToTarget"
@@ -87,8 +89,14 @@ def setup(server: KeraLanguageServer) -> None:
     async def compile_to_target(ls: KeraLanguageServer, *args):
         uri, fn_name, target = string_args(list(args), 3, COMPILE)
         out_dir = ls.output_dir(uri)
+        # Cancellable while it waits for the worker; once the build runs it runs to its end.
+        progress = await Progress.start(
+            ls, f"Kera: compiling `{fn_name}` to {target}", cancellable=True
+        )
 
         def job():
+            if progress.cancelled:
+                raise JsonRpcRequestCancelled(f"compiling `{fn_name}` was cancelled")
             doc = ls.kera.get(uri)
             if doc is None:
                 raise RequestFailed(f"{uri} is not open")
@@ -99,13 +107,20 @@ def setup(server: KeraLanguageServer) -> None:
 
         try:
             result = await ls.run(job)
+        except JsonRpcRequestCancelled:
+            progress.end("cancelled")
+            raise
         except RequestFailed as e:
+            progress.end(e.message)
             ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Error, message=e.message))
             raise
         except OSError as e:
             msg = f"cannot write the artifact: {e}"
+            progress.end(msg)
             ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Error, message=msg))
             raise RequestFailed(msg) from None
+        progress.report(f"wrote {result['path']}", percentage=100)
+        progress.end(f"{result['bytes']} bytes")
         ls.window_show_message(
             T.ShowMessageParams(
                 type=T.MessageType.Info,

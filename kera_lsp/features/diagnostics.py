@@ -13,6 +13,7 @@ import time
 
 from lsprotocol import types as T
 
+from kera_core.workspace import Analysis
 from kera_lsp import convert
 from kera_lsp.server import KeraLanguageServer
 
@@ -21,6 +22,24 @@ log = logging.getLogger("kera_lsp")
 #: At most this many diagnostics are published per document (a binary file can have
 #: tens of thousands); the last one says how many were left out.
 MAX_PUBLISHED = 500
+
+
+def lsp_diagnostics(a: Analysis, enc: str, uri: str) -> list[T.Diagnostic]:
+    """The LSP diagnostics of an analysis (pushed and pulled alike), at most MAX_PUBLISHED
+    of them, then one saying how many were left out."""
+    index = a.line_index
+    shown = a.diagnostics[:MAX_PUBLISHED]
+    out = [convert.diagnostic(d, index, enc, uri) for d in shown]
+    if len(a.diagnostics) > len(shown):
+        out.append(
+            T.Diagnostic(
+                range=convert.range_of(index, shown[-1].span, enc),
+                message=f"{len(a.diagnostics) - len(shown)} more diagnostics not shown",
+                severity=T.DiagnosticSeverity.Information,
+                source="kera",
+            )
+        )
+    return out
 
 
 class Publisher:
@@ -72,19 +91,7 @@ class Publisher:
                 (time.thread_time() - cpu) * 1000,
                 {k: round(v * 1000, 1) for k, v in a.timings.items()},
             )
-            index = a.line_index
-            shown = a.diagnostics[:MAX_PUBLISHED]
-            out = [convert.diagnostic(d, index, enc, uri) for d in shown]
-            if len(a.diagnostics) > len(shown):
-                out.append(
-                    T.Diagnostic(
-                        range=convert.range_of(index, shown[-1].span, enc),
-                        message=f"{len(a.diagnostics) - len(shown)} more diagnostics not shown",
-                        severity=T.DiagnosticSeverity.Information,
-                        source="kera",
-                    )
-                )
-            return a.version, out
+            return a.version, lsp_diagnostics(a, enc, uri)
 
         try:
             result = await ls.run(job)

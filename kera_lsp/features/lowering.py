@@ -4,10 +4,12 @@ the ``kera.showLowering`` command for clients that do not implement it themselve
 from __future__ import annotations
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcRequestCancelled
 
 from kera_core.ide import targets
 from kera_lsp import convert
 from kera_lsp.features.actions import SHOW_LOWERING, string_args
+from kera_lsp.features.progress import Progress
 from kera_lsp.server import KeraLanguageServer, RequestFailed, handler
 
 LOWERING = "kera/lowering"
@@ -26,8 +28,14 @@ def _params(params, keys: tuple[str, ...], method: str) -> list[str]:
     return vals  # type: ignore[return-value]
 
 
-async def lowering_result(ls: KeraLanguageServer, uri: str, fn_name: str, target: str) -> dict:
+async def lowering_result(
+    ls: KeraLanguageServer, uri: str, fn_name: str, target: str, progress: Progress | None = None
+) -> dict:
+    progress = progress or Progress.none()
+
     def job():
+        if progress.cancelled:
+            raise JsonRpcRequestCancelled(f"the lowering of `{fn_name}` was cancelled")
         doc = ls.kera.get(uri)
         if doc is None:
             raise RequestFailed(f"{uri} is not open")
@@ -36,7 +44,10 @@ async def lowering_result(ls: KeraLanguageServer, uri: str, fn_name: str, target
         except targets.TargetError as e:
             raise RequestFailed(str(e)) from None
 
-    return await ls.run(job)
+    try:
+        return await ls.run(job)
+    finally:
+        progress.end()
 
 
 def setup(server: KeraLanguageServer) -> None:
@@ -44,7 +55,15 @@ def setup(server: KeraLanguageServer) -> None:
     @handler
     async def lowering(ls: KeraLanguageServer, params):
         uri, fn_name, target = _params(params, ("uri", "function", "target"), LOWERING)
-        return await lowering_result(ls, uri, fn_name, target)
+        raw = params._asdict() if hasattr(params, "_asdict") else params
+        token = raw.get("workDoneToken") if isinstance(raw, dict) else None
+        progress = None
+        if isinstance(token, str | int) and not isinstance(token, bool):
+            # cancellable while it waits for the worker; a lowering, once running, finishes
+            progress = await Progress.start(
+                ls, f"Kera: lowering `{fn_name}` for {target}", token, cancellable=True
+            )
+        return await lowering_result(ls, uri, fn_name, target, progress)
 
     @server.feature(FINGERPRINT)
     @handler

@@ -7,6 +7,7 @@ import asyncio
 from lsprotocol import types as T
 
 from kera_core.workspace import Change
+from kera_lsp.features import progress
 from kera_lsp.server import KeraLanguageServer, handler
 
 
@@ -58,6 +59,10 @@ def setup(server: KeraLanguageServer) -> None:
 
         fut = ls.run(job)
         ls.publisher.schedule(td.uri, immediate=True)
+        if len(td.text) >= progress.OPEN_PROGRESS_BYTES:
+            progress.analysis_progress(
+                ls, td.uri, td.version, len(td.text.encode("utf-8", "replace"))
+            )
         await fut
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
