@@ -94,15 +94,16 @@ def _regs(inst: MachInst) -> tuple[list[Reg], list[Reg], list[PReg]]:
     return list(inst.uses()), list(inst.defs()), list(inst.clobbers())
 
 
-def analyze(fn: VCodeFunction, *, allow_undefined: Iterable[Reg] = ()) -> Liveness:
-    """Compute liveness of ``fn``.
+def block_liveness(
+    fn: VCodeFunction,
+) -> tuple[dict[str, frozenset[Reg]], dict[str, frozenset[Reg]]]:
+    """Only the registers live into and out of each block (the scheduler's need), by label."""
+    live_in, live_out, _ = _block_sets(fn)
+    labels = [b.label for b in fn.blocks]
+    return dict(zip(labels, live_in, strict=True)), dict(zip(labels, live_out, strict=True))
 
-    A virtual register live on entry to the function is read before any definition: that is an
-    error (``VCodeError``) unless it is listed in ``allow_undefined``.  Physical registers may
-    be live on entry (incoming arguments).  A physical register that an instruction clobbers
-    but that is read afterwards without an intervening definition is also an error.
-    """
-    fn.validate()
+
+def _block_sets(fn: VCodeFunction) -> tuple[list[frozenset[Reg]], list[frozenset[Reg]], int]:
     labels = [b.label for b in fn.blocks]
     index = {lab: i for i, lab in enumerate(labels)}
     succs = [[index[s] for s in b.succs] for b in fn.blocks]
@@ -140,6 +141,22 @@ def analyze(fn: VCodeFunction, *, allow_undefined: Iterable[Reg] = ()) -> Livene
                 live_out[bi] = new_out
                 live_in[bi] = new_in
                 changed = True
+
+    return live_in, live_out, rounds
+
+
+def analyze(fn: VCodeFunction, *, allow_undefined: Iterable[Reg] = ()) -> Liveness:
+    """Compute liveness of ``fn``.
+
+    A virtual register live on entry to the function is read before any definition: that is an
+    error (``VCodeError``) unless it is listed in ``allow_undefined``.  Physical registers may
+    be live on entry (incoming arguments).  A physical register that an instruction clobbers
+    but that is read afterwards without an intervening definition is also an error.
+    """
+    fn.validate()
+    live_in, live_out, rounds = _block_sets(fn)
+    labels = [b.label for b in fn.blocks]
+    n = len(fn.blocks)
 
     allowed = set(allow_undefined)
     undefined = sorted(

@@ -253,7 +253,7 @@ def schedule_block(
 def schedule_function(fn: VCodeFunction, target: MachineTarget) -> VCodeFunction:
     """Schedule every block of ``fn`` with the target's latencies, watching the pressure on
     its allocatable registers; a new function."""
-    live = lv.analyze(fn)
+    live_in, live_out = lv.block_liveness(fn)
     limits = {c: len(regs) for c, regs in target.allocatable.items()}
     return VCodeFunction(
         fn.name,
@@ -261,7 +261,7 @@ def schedule_function(fn: VCodeFunction, target: MachineTarget) -> VCodeFunction
             Block(
                 b.label,
                 schedule_block(
-                    b.insts, target.latency, live.live_in[b.label], live.live_out[b.label], limits
+                    b.insts, target.latency, live_in[b.label], live_out[b.label], limits
                 ),
                 b.succs,
             )

@@ -53,6 +53,9 @@ class VReg:
         if self.size not in (1, 2, 4, 8, 16, 32, 64):
             raise VCodeError(f"v{self.id}: unsupported size {self.size}")
 
+    def __hash__(self) -> int:  # equal registers have equal ids; skips the enum's slow hash
+        return hash((self.id, self.size))
+
     def __repr__(self) -> str:
         tag = {RegClass.INT: "i", RegClass.FLOAT: "f", RegClass.FLAGS: "c"}[self.cls]
         return f"v{self.id}{tag}" if self.size == 8 else f"v{self.id}{tag}{self.size}"
@@ -66,6 +69,9 @@ class PReg:
     name: str
     cls: RegClass
     index: int
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __repr__(self) -> str:
         return self.name

@@ -123,14 +123,30 @@ class X86Inst:
     move: bool = False  # ops == (RegOp(dst, DEF), RegOp(src, USE)), a plain full copy
 
     # -- the vcode protocol -----------------------------------------------------------------
-    def defs(self) -> list[Reg]:
+    # defs and uses are asked for by every pass (liveness, scheduling, allocation, rewriting):
+    # computed once per instruction (immutable) and handed out as tuples
+    def defs(self) -> tuple[Reg, ...]:
+        got = self.__dict__.get("_defs")
+        if got is None:
+            got = tuple(self._defs_list())
+            object.__setattr__(self, "_defs", got)
+        return got
+
+    def uses(self) -> tuple[Reg, ...]:
+        got = self.__dict__.get("_uses")
+        if got is None:
+            got = tuple(self._uses_list())
+            object.__setattr__(self, "_uses", got)
+        return got
+
+    def _defs_list(self) -> list[Reg]:
         out: list[Reg] = [op.reg for op in self.ops if isinstance(op, RegOp) and op.role.writes]
         out.extend(self.implicit_defs)
         if "w" in self.flags:
             out.append(R.FLAGS)
         return _dedup(out)
 
-    def uses(self) -> list[Reg]:
+    def _uses_list(self) -> list[Reg]:
         out: list[Reg] = []
         for op in self.ops:
             if isinstance(op, RegOp) and op.role.reads:
