@@ -60,24 +60,30 @@ def machine_for(graph, name: str):
     return em, em.Machine(A.read(data, graph)[1])
 
 
-def check(module, graph, name: str, sizes=(0, 1, 3, 17), seeds=(1,)) -> set[str]:
+def check(module, graph, name: str, sizes=(0, 1, 3, 17), seeds=(1,), shapes=None) -> set[str]:
+    """Raw result bytes (or the error) equal to the interpreter's; every dimension = each of
+    `sizes`, or each tuple in `shapes` gives the dimensions in order."""
     em, machine = machine_for(graph, name)
     src = module if graph is module.graph else graph
     sig = entry_signature(src, name)
     seen = set()
-    for size in sizes:
-        for seed in seeds:
-            for adversarial in (False, True):
-                dims = {i: size for i in range(len(sig.dim_names))}
-                gen = InputGenerator(seed + size, adversarial=adversarial)
-                inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
-                named = {sig.dim_names[i]: n for i, n in dims.items()}
-                want = outcome(lambda: reference(src, name, inputs, named, max_steps=STEPS))  # noqa: B023
-                got = outcome(
-                    lambda: em.run(machine, src, name, inputs, named, max_steps=STEPS)  # noqa: B023
-                )
-                assert got == want, (name, size, seed, adversarial)
-                seen.add(want)
+    try:
+        cases = [(sum(d), d) for d in shapes] if shapes else []
+        for size, shape in cases or [(n, (n,) * len(sig.dim_names)) for n in sizes]:
+            for seed in seeds:
+                for adversarial in (False, True):
+                    dims = dict(enumerate(shape))
+                    gen = InputGenerator(seed + size, adversarial=adversarial)
+                    inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
+                    named = {sig.dim_names[i]: n for i, n in dims.items()}
+                    want = outcome(lambda: reference(src, name, inputs, named, max_steps=STEPS))  # noqa: B023
+                    got = outcome(
+                        lambda: em.run(machine, src, name, inputs, named, max_steps=STEPS)  # noqa: B023
+                    )
+                    assert got == want, (name, size, seed, adversarial)
+                    seen.add(want)
+    finally:
+        machine.close()
     return seen
 
 

@@ -92,6 +92,32 @@ def samples() -> list[I.A64Inst]:
     out.append(I.A64Inst("nop"))
     out.append(I.A64Inst("stp", (I.RegOp(R.FP), I.RegOp(R.LR), I.RegOp(R.SP), I.ImmOp(16))))
     out.append(I.A64Inst("ldp", (I.RegOp(R.FP), I.RegOp(R.LR), I.RegOp(R.SP), I.ImmOp(-64))))
+    for k in (0, 2, 3, 4):
+        out.append(I.add_lsl(X[0], X[1], X[2], k))
+    out.append(I.add_lsl(X[28], X[17], X[30], 63))
+    return out + neon_samples()
+
+
+def neon_samples() -> list[I.A64Inst]:
+    """Every NEON form, both arrangements, on low, high and repeated registers."""
+    out: list[I.A64Inst] = []
+    vregs3 = [(V[0], V[1], V[2]), (V[31], V[17], V[30]), (V[9], V[9], V[28])]
+    for arr in ("4s", "2d"):
+        for op in E._V3:
+            for d, n, m in vregs3:
+                out.append(I.vop(op[2:], d, n, m, arr=arr, acc=op == "v.fmla"))
+        for op in E._V2:
+            out.append(I.vop(op[2:], V[8], V[9], arr=arr))
+            out.append(I.vop(op[2:], V[31], V[0], arr=arr))
+        for n in (V[0], V[31], V[7]):
+            out.append(I.dup(V[5], n, arr))
+        for n in (X[0], X[28], X[7]):
+            out.append(I.dup(V[30], n, arr))
+    for op in E._VB3:
+        for d, n, m in vregs3:
+            out.append(I.vop(op[2:], d, n, m, arr="16b", acc=op in ("v.bsl", "v.bit", "v.bif")))
+    for op in E._VB2:
+        out.append(I.vop(op[2:], V[3], V[29], arr="16b"))
     return out
 
 
@@ -174,6 +200,9 @@ _ALIASES = {
     "asr": {"asr", "asrv"},
     "add": {"add", "mov"},
     "sub_i": {"sub"},
+    "not": {"not", "mvn"},
+    "dup": {"dup", "mov"},
+    "orr": {"orr", "mov"},
 }
 
 

@@ -1,9 +1,10 @@
 """The `arm64` target: AArch64 machine code, run in this process under unicorn emulation
 (docs/targets/arm64.md).
 
-A function is lowered to its loop program (kera_core/loops), selected for ARMv8-A scalar FP
-and assembled by the shared machine layer (kera_core/native). The artifact holds the graph
-fingerprint and position-independent code for the function and what it calls.
+A function is lowered to its loop program (kera_core/loops), selected for ARMv8-A (scalar FP,
+and NEON for the `lanes` loops the shared layer plans as vectors) and assembled by the shared
+machine layer (kera_core/native). The artifact holds the graph fingerprint and
+position-independent code for the function and what it calls.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from kera_core.targets import run_module as _run_module
 
 class Arm64Target:
     name = "arm64"
-    description = "AArch64 native code (ARMv8-A, scalar FP), run under unicorn emulation"
+    description = "AArch64 native code (ARMv8-A, scalar FP and NEON), run under unicorn emulation"
     suffix = ".a64"
 
     per_function = True

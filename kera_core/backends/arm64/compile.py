@@ -28,7 +28,7 @@ from kera_core.native.artifact import ArtifactError as ArtifactError  # re-expor
 from kera_core.native.vcode import VCodeError
 
 MAGIC = b"KERA-ARM64\n"
-ISA = "armv8-a"  # the baseline: scalar FP (NEON is not selected yet)
+ISA = "armv8-a"  # the baseline: scalar FP and Advanced SIMD (NEON `lanes` loops: vector.py)
 
 
 @dataclass

@@ -17,12 +17,15 @@ emulator services in Python: :mod:`kera_core.backends.arm64.emulate`).
 **Values.** Integers and ``bool`` in x-registers in canonical 64-bit form (sign-extended for
 signed types, zero-extended for unsigned, 0/1 for bool), re-normalised (``sbfm``/``ubfm``)
 after each operation that can leave the type's range. ``f32``/``f64`` in v-registers (``s``/
-``d`` views). FPCR is saved on entry, set to round-to-nearest, FZ off, DN on (its default NaN,
-``0x7FC00000`` / ``0x7FF8000000000000``, is Kera's canonical NaN), and restored on exit.
+``d`` views; whole q registers for the NEON steps of a planned `lanes` loop, selected by
+:mod:`kera_core.backends.arm64.vector`). FPCR is saved on entry, set to round-to-nearest,
+FZ off, DN on (its default NaN, ``0x7FC00000`` / ``0x7FF8000000000000``, is Kera's canonical
+NaN), and restored on exit.
 """
 
 from __future__ import annotations
 
+from kera_core.backends.arm64 import vector
 from kera_core.loops import ir
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
 from kera_core.native.abi import AAPCS64
@@ -121,8 +124,9 @@ CANONICAL_NAN = {"f32": 0x7FC00000, "f64": 0x7FF8000000000000}
 
 
 class Selector:
-    def __init__(self, fn: ir.LFunction, program: ir.Program):
+    def __init__(self, fn: ir.LFunction, program: ir.Program, *, vectors: bool = True):
         self.fn = fn
+        self.vectors = vectors  # `lanes` loops as NEON loops (kera_core/backends/arm64/vector.py)
         self.program = program
         self.order = list(program.functions)
         self.sites = {id(st): k for k, st in print_sites(program).items()}
@@ -348,6 +352,9 @@ class Selector:
         hi = self.ireg()
         self.copy(i, self.get(s.lo))
         self.copy(hi, self.get(s.hi))
+        p = vector.plan(self, s) if self.vectors else None
+        if p is not None:
+            self.vector_part(p, i, hi)
         head, body, done = self.label("head"), self.label("body"), self.label("done")
         self.jump(head)
         self.start(head)
@@ -361,6 +368,34 @@ class Selector:
         self.emit(I.add_imm(i, i, 1))
         self.jump(head)
         self.start(done)
+
+    def seen_vars(self) -> set[int]:
+        """Every loop-program Var selected so far (defined before the current point)."""
+        return {k for k in self.regs if isinstance(k, int)}
+
+    def vector_part(self, p, i: VReg, hi: VReg) -> None:
+        """The loop's first iterations as NEON steps — jam × W lanes a step, then W — and
+        `i` ends where the scalar loop takes over for the rest."""
+        vec = vector.VectorLoop(self, p)
+        vec.emit_prelude()
+        for jam in (p.jam, 1) if p.jam > 1 else (1,):
+            step = p.width * jam
+            n, pos, whole, end = self.ireg(), self.ireg(), self.ireg(), self.ireg()
+            self.emit(I.rrr("sub", n, hi, i))
+            self.emit(I.cmp_imm(n, 0))
+            self.emit(I.csel("csel", pos, n, R.XZR, "gt"))  # max(hi - i, 0)
+            self.emit(I.rrr("and", whole, pos, self.int_const(-step)))
+            self.emit(I.rrr("add", end, i, whole))
+            head, body, done = self.label("vhead"), self.label("vbody"), self.label("vdone")
+            self.jump(head)
+            self.start(head)
+            self.emit(I.cmp(i, end))
+            self.branch("ge", done, body)
+            self.start(body)
+            vec.step(i, jam)
+            self.emit(I.add_imm(i, i, step))
+            self.jump(head)
+            self.start(done)
 
     def while_(self, s: ir.While) -> None:
         head, body, done = self.label("whead"), self.label("wbody"), self.label("wdone")

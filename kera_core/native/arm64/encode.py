@@ -123,6 +123,35 @@ _CVT = {
 }
 _CVT_TEXT = {"fmov_to_f": "fmov", "fmov_to_i": "fmov"}
 
+# Advanced SIMD (NEON) on whole q registers, ``sz`` the arrangement: ``4s`` (f32) or ``2d``
+# (f64) for the float forms (bit 22 is sz), ``16b`` for the bitwise ones.  The op names are
+# ``v.`` + the mnemonic, so a vector form never meets a scalar one in a table.
+_VSZ = {"4s": 0, "2d": 1}
+_V3 = {  # Vd, Vn, Vm (fmla: Vd += Vn * Vm, one rounding)
+    "v.fadd": 0x4E20D400,
+    "v.fsub": 0x4EA0D400,
+    "v.fmul": 0x6E20DC00,
+    "v.fdiv": 0x6E20FC00,
+    "v.fmax": 0x4E20F400,
+    "v.fmin": 0x4EA0F400,
+    "v.fmla": 0x4E20CC00,
+    "v.fcmeq": 0x4E20E400,
+    "v.fcmge": 0x6E20E400,
+    "v.fcmgt": 0x6EA0E400,
+}
+_V2 = {"v.fneg": 0x6EA0F800, "v.fabs": 0x4EA0F800, "v.fsqrt": 0x6EA1F800}
+_VB3 = {  # .16b; bsl/bit/bif read Vd too
+    "v.bsl": 0x6E601C00,
+    "v.bit": 0x6EA01C00,
+    "v.bif": 0x6EE01C00,
+    "v.and": 0x4E201C00,
+    "v.orr": 0x4EA01C00,
+    "v.eor": 0x6E201C00,
+}
+_VB2 = {"v.not": 0x6E205800}
+_DUP_IMM5 = {"4s": 0b00100, "2d": 0b01000}  # element size s / d, index 0
+NEON_FORMS = (*_V3, *_V2, *_VB3, *_VB2, "v.dup_elem", "v.dup_gen")
+
 FORMS = (
     *_ALU,
     *_DP2,
@@ -157,6 +186,8 @@ FORMS = (
     "nop",
     "stp",
     "ldp",
+    "add_lsl",
+    *NEON_FORMS,
 )
 
 SlotResolver = Callable[[SlotOp], int]
@@ -190,6 +221,13 @@ def encode(inst: A64Inst, slot: SlotResolver | None = None) -> tuple[int, str]:
             return w, f"mov {reg_text(d, 'x')}, {reg_text(n, 'x')}"
         w = 0x4EA01C00 | _n(n) << 16 | _n(n) << 5 | _n(d)
         return w, f"mov {reg_text(d, '16b')}, {reg_text(n, '16b')}"
+    if op == "add_lsl":  # add xd, xn, xm, lsl #k
+        d, n, m = rs
+        (k,) = im
+        w = 0x8B000000 | _n(m) << 16 | _u(k, 6, "shift") << 10 | _n(n) << 5 | _n(d)
+        return w, f"add {reg_text(d, 'x')}, {reg_text(n, 'x')}, {reg_text(m, 'x')}, lsl #{k}"
+    if op.startswith("v."):
+        return _neon(inst, rs)
     if op in _DP2:
         d, n, m = rs
         w = _DP2[op] | _n(m) << 16 | _n(n) << 5 | _n(d)
@@ -304,6 +342,46 @@ def encode(inst: A64Inst, slot: SlotResolver | None = None) -> tuple[int, str]:
         word = {("stp", "x"): 0xA9000000, ("ldp", "x"): 0xA9400000}[(op, sz)]
         w = word | ((off // scale) & 0x7F) << 15 | _n(b) << 10 | _n(base) << 5 | _n(a)
         return w, f"{op} {reg_text(a, view)}, {reg_text(b, view)}, [{reg_text(base, 'x')}, #{off}]"
+    raise EncodeError(f"no ARM64 form for {inst!r}")
+
+
+def _vreg(r, arr: str) -> str:
+    if not isinstance(r, PReg) or r.cls is not RegClass.FLOAT:
+        raise EncodeError(f"{r!r} is not a physical v-register")
+    return f"v{r.index}.{arr}"
+
+
+def _neon(inst: A64Inst, rs: list) -> tuple[int, str]:
+    op, sz = inst.op, inst.sz
+    name = op[2:]
+    if op in _V3 or op in _V2:
+        if sz not in _VSZ:
+            raise EncodeError(f"{inst!r}: arrangement {sz}")
+        word = (_V3.get(op) or _V2[op]) | _VSZ[sz] << 22
+        if op in _V3:
+            d, n, m = rs
+            w = word | _n(m) << 16 | _n(n) << 5 | _n(d)
+            return w, f"{name} {_vreg(d, sz)}, {_vreg(n, sz)}, {_vreg(m, sz)}"
+        d, n = rs
+        return word | _n(n) << 5 | _n(d), f"{name} {_vreg(d, sz)}, {_vreg(n, sz)}"
+    if op in _VB3:
+        d, n, m = rs
+        w = _VB3[op] | _n(m) << 16 | _n(n) << 5 | _n(d)
+        return w, f"{name} {_vreg(d, '16b')}, {_vreg(n, '16b')}, {_vreg(m, '16b')}"
+    if op in _VB2:
+        d, n = rs
+        return _VB2[op] | _n(n) << 5 | _n(d), f"{name} {_vreg(d, '16b')}, {_vreg(n, '16b')}"
+    if op in ("v.dup_elem", "v.dup_gen"):
+        d, n = rs
+        if sz not in _DUP_IMM5:
+            raise EncodeError(f"{inst!r}: arrangement {sz}")
+        if op == "v.dup_elem":  # dup vd.4s, vn.s[0]
+            w = 0x4E000400 | _DUP_IMM5[sz] << 16 | _n(n) << 5 | _n(d)
+            return w, f"dup {_vreg(d, sz)}, {_vreg(n, sz[-1])}[0]"
+        if n.cls is not RegClass.INT:  # type: ignore[union-attr]
+            raise EncodeError(f"{inst!r}: dup from a general register")
+        w = 0x4E000C00 | _DUP_IMM5[sz] << 16 | _n(n) << 5 | _n(d)
+        return w, f"dup {_vreg(d, sz)}, {reg_text(n, 'w' if sz == '4s' else 'x')}"
     raise EncodeError(f"no ARM64 form for {inst!r}")
 
 

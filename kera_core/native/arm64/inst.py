@@ -333,3 +333,26 @@ def blr(
         side_effect=True,
         flags="w",
     )
+
+
+def add_lsl(d: Reg, n: Reg, m: Reg, shift: int) -> A64Inst:
+    """``add xd, xn, xm, lsl #shift`` (an element's address)."""
+    return A64Inst("add_lsl", (RegOp(d, DEF), RegOp(n, USE), RegOp(m, USE), ImmOp(shift)))
+
+
+# --- Advanced SIMD (NEON): whole q registers; ``arr`` is ``4s``/``2d`` (``16b`` bitwise) ----
+
+
+def vop(op: str, d: Reg, *srcs: Reg, arr: str, acc: bool = False) -> A64Inst:
+    """The vector form ``v.<op>``: ``d = op(srcs…)``; ``acc``: d is read too (``fmla``,
+    ``bsl``/``bit``/``bif``)."""
+    return A64Inst(
+        "v." + op, (RegOp(d, USEDEF if acc else DEF), *(RegOp(s, USE) for s in srcs)), arr
+    )
+
+
+def dup(d: Reg, n: Reg, arr: str) -> A64Inst:
+    """Broadcast lane 0 of v-register n (``dup vd.4s, vn.s[0]``) or general register n
+    (``dup vd.4s, wn`` / ``dup vd.2d, xn``) to every lane of d."""
+    op = "v.dup_gen" if n.cls is RegClass.INT else "v.dup_elem"
+    return A64Inst(op, (RegOp(d, DEF), RegOp(n, USE)), arr)

@@ -39,6 +39,7 @@ def spill_reload(dst: PReg, slot: SpillSlot, v: VReg) -> I.A64Inst:
 
 
 _LATENCY = {"sdiv": 12, "udiv": 12, "fdiv": 10, "fsqrt": 12, "madd": 3, "msub": 3}
+_LATENCY |= {"v.fdiv": 10, "v.fsqrt": 12, "v.fmla": 4, "v.bsl": 2, "v.bit": 2, "v.bif": 2}
 
 
 def latency(inst: MachInst) -> int:
@@ -48,7 +49,7 @@ def latency(inst: MachInst) -> int:
         return 4
     if inst.op in _LATENCY:
         return _LATENCY[inst.op]
-    if inst.op.startswith("f"):
+    if inst.op.startswith(("f", "v.f", "v.dup")):
         return 3
     return 1
 
