@@ -10,6 +10,7 @@ Needs ``unicorn`` (pip).
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,36 @@ def machine_for(graph, name: str):
     return em, em.Machine(A.read(data, graph)[1])
 
 
+class X86:
+    """The x86-64 backend's outcome for the same run, where this machine is an x86-64 one
+    (issue 19 compares arm64's bytes with both the interpreter's and x86-64's)."""
+
+    def __init__(self, graph, name: str) -> None:
+        self.loaded = None
+        if platform.machine() in ("x86_64", "AMD64"):
+            from kera_core.backends.x86_64 import compile as X
+            from kera_core.backends.x86_64.runtime import Loaded, run
+
+            self.run = run
+            self.loaded = Loaded(X.read(X.build(graph, name, X.isa_for(None))[0], graph)[1])
+
+    def outcome(self, src, name, inputs, named) -> str | None:
+        if self.loaded is None:
+            return None
+        loaded = self.loaded
+        return outcome(lambda: self.run(loaded, src, name, inputs, named, max_steps=STEPS))
+
+    def close(self) -> None:
+        if self.loaded is not None:
+            self.loaded.close()
+
+
 def check(module, graph, name: str, sizes=(0, 1, 3, 17), seeds=(1,), shapes=None) -> set[str]:
-    """Raw result bytes (or the error) equal to the interpreter's; every dimension = each of
-    `sizes`, or each tuple in `shapes` gives the dimensions in order."""
+    """Raw result bytes (or the error) equal to the interpreter's and, on an x86-64 machine,
+    to the x86-64 backend's; every dimension = each of `sizes`, or each tuple in `shapes`
+    gives the dimensions in order."""
     em, machine = machine_for(graph, name)
+    x86 = X86(graph, name)
     src = module if graph is module.graph else graph
     sig = entry_signature(src, name)
     seen = set()
@@ -81,9 +108,12 @@ def check(module, graph, name: str, sizes=(0, 1, 3, 17), seeds=(1,), shapes=None
                         lambda: em.run(machine, src, name, inputs, named, max_steps=STEPS)  # noqa: B023
                     )
                     assert got == want, (name, size, seed, adversarial)
+                    other = x86.outcome(src, name, inputs, named)
+                    assert other in (None, got), ("x86_64", name, size, seed, adversarial)
                     seen.add(want)
     finally:
         machine.close()
+        x86.close()
     return seen
 
 
