@@ -28,10 +28,9 @@ from kera_core.backends.arm64 import compile as A
 from kera_core.backends.arm64 import emulate as E
 from kera_core.backends.x86_64 import compile as X
 from kera_core.backends.x86_64 import select as XS
-from kera_core.backends.x86_64.runtime import _cell
 from kera_core.interp import run_function
-from kera_core.loops import ir
-from kera_core.loops.run import flatten_value, prepare
+from kera_core.loops import run_abi
+from kera_core.loops.run import prepare
 
 SRC = """
 pub fn axpy[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }
@@ -106,21 +105,15 @@ class X86Emulated:
         sig, args, bound, prog = prepare(source, fn, inputs, dims)
         lf = prog.functions[fn]
         self.next = self.HEAP
-        cells = [bound[i] for i in range(sig.function.type.n_dims)]
-        for group, (t, v) in zip(
-            lf.params, zip(sig.function.type.params, args, strict=True), strict=True
-        ):
-            flat: list = []
-            flatten_value(t, v, flat)
-            for x, val in zip(group, flat, strict=True):
-                if isinstance(x, ir.Buf):
-                    data = np.ascontiguousarray(val).reshape(-1).tobytes()
-                    at = self.next
-                    self.next += -(-max(len(data), 1) // 64) * 64
-                    uc.mem_write(at, data)
-                    cells.append(at)
-                else:
-                    cells.append(_cell(x.type, val))
+
+        def put(arr: np.ndarray) -> int:
+            data = arr.tobytes()
+            at = self.next
+            self.next += -(-max(len(data), 1) // 64) * 64
+            uc.mem_write(at, data)
+            return at
+
+        cells = run_abi.input_cells(sig, args, bound, lf, put)
         n_out = sum(len(g) for g in lf.results)
         io = cells + [0] * n_out
         ctx = [0] * XS.CTX_CELLS
@@ -143,13 +136,15 @@ class X86Emulated:
         uc.emu_start(self.entry[fn], exit_at)
         rc = uc.reg_read(U.UC_X86_REG_RAX)
         out = list(struct.unpack(f"<{len(io)}Q", bytes(uc.mem_read(io_at, 8 * len(io)))))
-        E.check_rc(rc)
+        run_abi.check_rc(rc, "x86_64")
 
         def read_array(addr, elem, count):
             dt = np.dtype(ir_dtype(elem))
             return np.frombuffer(bytes(uc.mem_read(addr, count * dt.itemsize)), dtype=dt).copy()
 
-        return E.result_of(sig, bound, lf, out, len(cells), read_array, ""), self.counter.count
+        return run_abi.result_of(
+            sig, bound, lf, out, len(cells), read_array, ""
+        ), self.counter.count
 
 
 def ir_dtype(elem: str):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import mmap as _mmap
 import os
+import platform
 import sys
 import threading
 import weakref
@@ -69,6 +70,19 @@ def _lib() -> Any:
         return _libc
 
 
+def _sync_icache(addr: int, size: int) -> None:
+    """On ARM64 the instruction cache does not see the data cache's writes: make it
+    (libgcc's ``__clear_cache``). x86-64 keeps them coherent: nothing to do."""
+    if platform.machine() not in ("aarch64", "arm64"):
+        return
+    try:
+        gcc = ctypes.CDLL("libgcc_s.so.1")
+    except OSError as e:
+        raise JITUnavailable(f"no libgcc_s to synchronise the instruction cache: {e}") from None
+    gcc.__clear_cache.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    gcc.__clear_cache(addr, addr + size)
+
+
 def _errno_text() -> str:
     e = ctypes.get_errno()
     return f"{os.strerror(e)} (errno {e})"
@@ -94,6 +108,7 @@ class LoadedCode:
             ctypes.memmove(addr, code, len(code))
             if lib.mprotect(addr, size, PROT_READ | PROT_EXEC) != 0:
                 raise JITUnavailable(f"mprotect to R+X failed: {_errno_text()}")
+            _sync_icache(addr, size)
         except BaseException:
             lib.munmap(addr, size)
             raise

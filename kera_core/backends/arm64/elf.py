@@ -33,16 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kera_core.backends.arm64 import select as S
 from kera_core.backends.arm64.compile import Compiled
-from kera_core.backends.arm64.emulate import _from_cell, check_rc, input_cells, result_of
-from kera_core.interp import printing
 from kera_core.interp.api import RunResult
 from kera_core.interp.errors import InterpError
-from kera_core.interp.fp import canon
 from kera_core.interp.values import DTYPES
 from kera_core.loops import ir
 from kera_core.loops.run import prepare
+from kera_core.loops.run_abi import check_rc, input_cells, print_sites, printed_text, result_of
 
 AS, LD, QEMU = "aarch64-linux-gnu-as", "aarch64-linux-gnu-ld", "qemu-aarch64"
 PARAMS = 0x1000_0000  # the input buffers (fixed: their addresses are in the io cells)
@@ -347,7 +344,8 @@ def run_elf(
     lf = prog.functions[fn_name]
     params = bytearray()
 
-    def put(data: bytes) -> int:
+    def put(arr: np.ndarray) -> int:
+        data = arr.tobytes()
         params.extend(b"\0" * (-len(params) % 64))
         at = PARAMS + len(params)
         params.extend(data if data else b"\0")
@@ -361,7 +359,7 @@ def run_elf(
         image += b"\0" * (-len(image) % 64)
         offsets[name] = len(image)
         image += code
-    sites = S.print_sites(prog)
+    sites = print_sites(prog)
     site_cells: list[int] = []
     first: list[int] = [0] * len(prog.functions)  # per function, its first row in ksites
     for row, (number, st) in enumerate(sorted(sites.items())):
@@ -431,7 +429,7 @@ def _decode(out: bytes, sig, bound, lf, io, n_in, params, sites) -> RunResult:
     at += log_next - LOG
     heap = out[at : at + (heap_next - HEAP)]
     printed = _replay(log, sites)
-    check_rc(rc)
+    check_rc(rc, "arm64")
 
     def read_array(addr: int, elem: str, count: int) -> np.ndarray:
         dt = np.dtype(DTYPES[elem])
@@ -447,26 +445,22 @@ def _decode(out: bytes, sig, bound, lf, io, n_in, params, sites) -> RunResult:
 
 
 def _replay(log: bytes, sites) -> str:
-    """The printed text: each log record formatted as the interpreter prints (as
-    emulate.Printer does from live memory)."""
+    """The printed text: each log record (site, value, offset, then for a buffer its shape
+    and the bytes it had when printed) formatted as the interpreter prints."""
     out: list[str] = []
     at = 0
     while at < len(log):
         site, value, offset = struct.unpack_from("<3Q", log, at)
         at += 24
         st = sites[site]
-        if st.text is not None:
-            out.append(st.text)
-            continue
-        if isinstance(st.value, ir.Buf):
+        dims: list[int] = []
+        nbytes = 0
+        if st.text is None and isinstance(st.value, ir.Buf):
             rank = len(st.shape)
             dims = list(struct.unpack_from(f"<{rank}q", log, at)) if rank else []
             at += 8 * rank
-            dt = np.dtype(DTYPES[st.value.elem])
-            count = int(np.prod(dims)) if dims else 1
-            arr = np.frombuffer(log, dtype=dt, count=count, offset=at).reshape(dims)
-            at += -(-count * dt.itemsize // 8) * 8
-            out.append(printing.format_value(canon(arr) if dt.kind == "f" else arr))
-        else:
-            out.append(printing.format_value(_from_cell(st.value.type, value)))
+            nbytes = (int(np.prod(dims)) if dims else 1) * np.dtype(DTYPES[st.value.elem]).itemsize
+        copied = log[at : at + nbytes]
+        out.append(printed_text(st, value, offset, dims, lambda _addr, n, c=copied: c[:n]))
+        at += -(-nbytes // 8) * 8
     return "".join(out)

@@ -36,15 +36,11 @@ from typing import TextIO
 import numpy as np
 
 from kera_core.backends.arm64 import select as S
-from kera_core.interp import printing
-from kera_core.interp.api import Output, RunResult, _Tee
+from kera_core.interp.api import RunResult, _Tee
 from kera_core.interp.errors import InterpError
-from kera_core.interp.fp import canon
-from kera_core.interp.values import DTYPES, concrete_type, value_out
-from kera_core.ir.types import Struct, strip_ref
-from kera_core.loops import ir
-from kera_core.loops.interp import imm_value
-from kera_core.loops.run import flatten_value, prepare
+from kera_core.interp.values import DTYPES
+from kera_core.loops.run import prepare
+from kera_core.loops.run_abi import check_rc, input_cells, print_sites, printed_text, result_of
 
 PAGE = 0x1000
 STUBS = 0x0010_0000
@@ -58,7 +54,6 @@ PARAMS = 0x10_0000_0000
 HEAP = 0x20_0000_0000
 DEFAULT_MEMORY = 1 << 30
 NO_LIMIT = 1 << 62
-CODE_NAMES = {v: k for k, v in S.ERROR_NUMBERS.items()}
 SVC = 0xD4000001
 RET = 0xD65F03C0
 
@@ -241,103 +236,23 @@ class Machine:
 
 
 class Printer:
-    """`print` from the code: formats exactly as the interpreter does (interp/printing.py)."""
+    """`print` from the code: formats exactly as the interpreter does (loops/run_abi.py)."""
 
     def __init__(self, machine: Machine, program, out: TextIO) -> None:
         self.m = machine
-        self.sites = S.print_sites(program)
+        self.sites = print_sites(program)
         self.out = out
 
     def __call__(self, site: int, value: int, offset: int, shape_at: int) -> None:
         st = self.sites[int(site)]
-        if st.text is not None:
-            self.out.write(st.text)
-            return
-        if isinstance(st.value, ir.Buf):
-            rank = len(st.shape)
-            raw = bytes(self.m.uc.mem_read(shape_at, 8 * rank)) if rank else b""
-            dims = list(struct.unpack(f"<{rank}q", raw)) if rank else []
-            dt = np.dtype(DTYPES[st.value.elem])
-            count = int(np.prod(dims)) if dims else 1
-            if count:
-                data = bytes(self.m.uc.mem_read(value + offset * dt.itemsize, count * dt.itemsize))
-                arr = np.frombuffer(data, dtype=dt, count=count).reshape(dims)
-            else:
-                arr = np.zeros(dims, dtype=dt)
-            self.out.write(printing.format_value(canon(arr) if dt.kind == "f" else arr))
-            return
-        self.out.write(printing.format_value(_from_cell(st.value.type, value)))
+        rank = len(st.shape)
+        raw = bytes(self.m.uc.mem_read(shape_at, 8 * rank)) if rank else b""
+        dims = list(struct.unpack(f"<{rank}q", raw)) if rank else []
 
+        def read(addr: int, n: int) -> bytes:
+            return bytes(self.m.uc.mem_read(addr, n))
 
-def _cell(t: str, v) -> int:
-    a = np.asarray(v, dtype=DTYPES[t])
-    if t in ("f32", "f64"):
-        a = canon(a)
-        return int(a.view({4: np.uint32, 8: np.uint64}[a.dtype.itemsize]))
-    return int(a.astype(np.int64)) & ((1 << 64) - 1) if t != "u64" else int(a)
-
-
-def _from_cell(t: str, bits: int):
-    width = 8 if t == "bool" else ir.BITS[t]
-    return imm_value(ir.Imm(t, bits & ((1 << width) - 1)))
-
-
-def input_cells(sig, args, bound, lf, put_buffer) -> list[int]:
-    """The io cells of a call: dimension sizes, then every flattened parameter (a buffer's
-    bytes go through ``put_buffer(bytes) -> address``)."""
-    fn = sig.function
-    cells: list[int] = [bound[i] for i in range(fn.type.n_dims)]
-    for group, (t, v) in zip(lf.params, zip(fn.type.params, args, strict=True), strict=True):
-        flat: list = []
-        flatten_value(t, v, flat)
-        for x, val in zip(group, flat, strict=True):
-            if isinstance(x, ir.Buf):
-                cells.append(put_buffer(np.ascontiguousarray(val).reshape(-1).tobytes()))
-            else:
-                cells.append(_cell(x.type, val))
-    return cells
-
-
-def check_rc(rc: int) -> None:
-    if rc:
-        code = CODE_NAMES.get(int(rc), "R0008")
-        msg = {"R0007": "step limit reached", "R0009": "memory limit reached"}
-        raise InterpError(code, f"arm64: {msg.get(code, 'checked error')}")
-
-
-def result_of(sig, bound, lf, io: list[int], at: int, read_array, printed: str) -> RunResult:
-    """The run's outputs from the io cells after the call (result cells from ``at``); a
-    buffer is read with ``read_array(address, elem, count)``."""
-    fn = sig.function
-    dim_of = {d.id: bound[i] for i, d in enumerate(lf.dims)}
-    outs: list[Output] = []
-    for (kind, i), group, shapes in zip(fn.outputs, lf.results, lf.result_shapes, strict=True):
-        vals = []
-        for x, shape in zip(group, shapes, strict=True):
-            bits = io[at]
-            at += 1
-            if isinstance(x, ir.Buf):
-                sh = tuple(_dim(d, dim_of) for d in shape)
-                count = int(np.prod(sh)) if sh else 1
-                arr = read_array(bits, x.elem, count).reshape(sh)
-                vals.append(canon(arr) if arr.dtype.kind == "f" else arr)
-            else:
-                vals.append(_from_cell(x.type, bits))
-        if kind == "result":
-            t = fn.type.result
-            name, key = "result", "result"
-        else:
-            name, key, t = sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i])
-        ct = concrete_type(t, bound)
-        value = _rebuild(strip_ref(t), iter(vals))
-        outs.append(Output(name, ct, value_out(ct, value), key))
-    return RunResult(
-        fn.name,
-        outs,
-        {sig.dim_names[i]: n for i, n in sorted(bound.items())},
-        printed,
-        "io" in fn.type.effects,
-    )
+        self.out.write(printed_text(st, value, offset, dims, read))
 
 
 def run(
@@ -357,7 +272,8 @@ def run(
     params = machine.params = Region(uc, PARAMS, NO_LIMIT)
     machine.heap = Region(uc, HEAP, memory_limit)
 
-    def put(data: bytes) -> int:
+    def put(arr: np.ndarray) -> int:
+        data = arr.tobytes()
         addr = params.alloc(len(data))
         if data:
             uc.mem_write(addr, data)
@@ -370,20 +286,8 @@ def run(
         printer = Printer(machine, prog, tee)
         steps = max_steps if max_steps is not None else NO_LIMIT
         rc, io = machine.call(fn_name, cells, n_out, steps, memory_limit, printer)
-        check_rc(rc)
+        check_rc(rc, "arm64")
         return result_of(sig, bound, lf, io, len(cells), machine.read_array, tee.buf.getvalue())
     finally:
         machine.heap.release()
         params.release()
-
-
-def _dim(d, dim_of) -> int:
-    if isinstance(d, ir.Imm):
-        return d.bits
-    return dim_of[d.id]
-
-
-def _rebuild(t, it):
-    if isinstance(t, Struct):
-        return tuple(_rebuild(strip_ref(ft), it) for _, ft in t.fields)
-    return next(it)

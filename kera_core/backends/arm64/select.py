@@ -28,6 +28,7 @@ from __future__ import annotations
 from kera_core.backends.arm64 import vector
 from kera_core.loops import ir
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
+from kera_core.loops.run_abi import ERROR_NUMBERS, print_sites
 from kera_core.native.abi import AAPCS64
 from kera_core.native.arm64 import inst as I
 from kera_core.native.arm64 import regs as R
@@ -47,7 +48,6 @@ CTX_PRINT = 7
 CTX_CELLS = 8
 HELPERS = ("alloc", "free", "fmod", "fmodf", "memcpy")  # ctx cells 1..5, in order
 
-ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
 FPCR_KERA = 1 << 25  # DN; RMode = 00 (nearest even), FZ = 0, no trap enables
 CALL_CLOBBERS = tuple(sorted(AAPCS64.call_clobbers(), key=lambda p: (p.cls.value, p.index)))
 
@@ -81,27 +81,6 @@ STORE = {
 
 class NotSelected(Exception):
     """The loop program uses something this backend does not select (a compile-time gap)."""
-
-
-def print_sites(program: ir.Program) -> dict[int, ir.Print]:
-    """Every `print` by site number (function index << 20 | ordinal), as on x86-64."""
-    out: dict[int, ir.Print] = {}
-    for k, lf in enumerate(program.functions.values()):
-        found: list[ir.Print] = []
-        _walk_prints(lf.body, found)
-        for j, st in enumerate(found):
-            out[(k << 20) | j] = st
-    return out
-
-
-def _walk_prints(stmts: list, found: list) -> None:
-    for st in stmts:
-        if isinstance(st, ir.Print):
-            found.append(st)
-        for attr in ("cond", "body", "then", "orelse"):
-            inner = getattr(st, attr, None)
-            if isinstance(inner, list):
-                _walk_prints(inner, found)
 
 
 def _elem_bytes(t: str) -> int:

@@ -30,6 +30,7 @@ from iced_x86 import Code
 from kera_core.backends.x86_64 import vector
 from kera_core.loops import ir, vectorize
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
+from kera_core.loops.run_abi import ERROR_NUMBERS, print_sites
 from kera_core.native.vcode import Block, PReg, RegClass, VCodeFunction, VReg
 from kera_core.native.x86 import inst as I
 from kera_core.native.x86 import regs as R
@@ -49,29 +50,6 @@ CTX_PRINT = 9  # print(site, value, offset, shape*): the runtime formats and wri
 CTX_CELLS = 10
 
 
-def print_sites(program: ir.Program) -> dict[int, ir.Print]:
-    """Every `print` of a program by site number: function index << 20 | ordinal, in the
-    statement walk order (the runtime rebuilds the same table from the same program)."""
-    out: dict[int, ir.Print] = {}
-    for k, lf in enumerate(program.functions.values()):
-        found: list[ir.Print] = []
-        _walk_prints(lf.body, found)
-        for j, st in enumerate(found):
-            out[(k << 20) | j] = st
-    return out
-
-
-def _walk_prints(stmts: list, found: list) -> None:
-    for st in stmts:
-        if isinstance(st, ir.Print):
-            found.append(st)
-        for attr in ("cond", "body", "then", "orelse"):
-            inner = getattr(st, attr, None)
-            if isinstance(inner, list):
-                _walk_prints(inner, found)
-
-
-ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
 MXCSR_DEFAULT = 0x1F80  # round to nearest, all exceptions masked, FTZ = DAZ = 0
 
 CALLER_SAVED = (
