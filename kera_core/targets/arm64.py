@@ -1,5 +1,5 @@
-"""The `arm64` target: AArch64 machine code, run in this process under unicorn emulation
-(docs/targets/arm64.md).
+"""The `arm64` target: AArch64 machine code, run in this process — natively on an ARM64
+host, under unicorn emulation elsewhere (docs/targets/arm64.md).
 
 A function is lowered to its loop program (kera_core/loops), selected for ARMv8-A (scalar FP,
 and NEON for the `lanes` loops the shared layer plans as vectors) and assembled by the shared
@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kera_core.backends.arm64 import compile as A
+from kera_core.backends.arm64 import host
 from kera_core.backends.arm64.emulate import Machine, run
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
@@ -53,9 +54,11 @@ class Arm64Target:
 
     def run(self, artifact: Artifact, graph: Graph, fn: str, inputs: dict, dims=None, **kw):
         _, codes = A.read(artifact.data, graph)
+        source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))
+        if host.runs_natively():  # an ARM64 host: the same bytes, JIT-loaded
+            return host.run(codes, source, fn, inputs, dims, **kw)
         machine = Machine(codes)
         try:
-            source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))
             return run(machine, source, fn, inputs, dims, **kw)
         finally:
             machine.close()
