@@ -70,10 +70,14 @@ def test_matmul_columns_jam_within_the_register_budget() -> None:
     assert all(p.jam == 1 for p in plans(src, "mm", tight) if p)
 
 
-def test_elementwise_loops_take_one_vector_a_step() -> None:
+def test_elementwise_loops_jam_copies_within_the_register_budget() -> None:
     src = "pub fn f[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }"
     ps = [p for p in plans(src, "f") if p]
-    assert ps and all(p.jam == 1 and not p.inner for p in ps)
+    assert ps and all(p.jam == 4 and not p.inner for p in ps)  # 14 registers: 3 per copy
+    few = VectorTarget(width_bytes=32, registers=7, ops=OPS)
+    assert all(p.jam == 2 for p in plans(src, "f", few) if p)
+    none = VectorTarget(width_bytes=32, registers=3, ops=OPS)
+    assert all(p.jam == 1 for p in plans(src, "f", none) if p)
 
 
 def test_what_stays_scalar() -> None:

@@ -380,18 +380,3 @@ def test_vector_loops_under_float_pressure_allocate_and_agree() -> None:
     m = _module(src)
     for name in ("p", "q"):
         check(m, m.graph, name, "avx2", sizes=(0, 1, 4, 5, 9, 33), seeds=(1, 2))
-
-
-def test_long_streaming_loops_store_around_the_caches_with_the_same_bits() -> None:
-    """An elementwise loop storing past the target's stream_bytes uses vmovntps (then sfence)
-    when its output is aligned; the bytes are the interpreter's on both sides of the size."""
-    if "avx2" not in LEVELS:
-        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
-    from kera_core.backends.x86_64.vector import TARGET
-
-    m = _module("pub fn axpy[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + y }\n")
-    _, comp = X.build(m.graph, "axpy", X.isa_for("avx2"))
-    listing = "\n".join(comp.listings["axpy"])
-    assert "vmovntps" in listing and "sfence" in listing
-    w = TARGET.stream_bytes // 4
-    check(m, m.graph, "axpy", "avx2", sizes=(w - 1, w + 13))

@@ -22,7 +22,8 @@ scalar operations in the scalar order, so the bits cannot change.
 The plan also fixes the **jam**: how many vectors one step processes. A body with an inner
 loop is latency-bound on its accumulators' chains; jamming J vectors gives J independent
 chains (bounded by the register budget and, for a constant trip count, by the lanes there
-are). A body without one is bound by memory: one vector per step.
+are). A body without one is bound by memory: J copies keep more loads in flight (measured
+on `a*x+y` at 10^7: one vector a step moved data at 56 % of `copyto`'s rate, four at 74 %).
 """
 
 from __future__ import annotations
@@ -43,10 +44,6 @@ class VectorTarget:
     registers: int  # vector registers the allocator may use
     ops: frozenset  # loop-program primitives the backend has as vector instructions
     max_jam: int = 4
-    # bytes a streaming loop stores past which its stores should bypass the caches (the data
-    # cannot stay cached anyway, and a cached store first reads the line it overwrites);
-    # None: the target has no such stores
-    stream_bytes: int | None = None
 
     def width(self, t: str) -> int:
         return self.width_bytes // (4 if t == "f32" else 8)
@@ -62,9 +59,6 @@ class LanesPlan:
     contiguous: set[int] = field(default_factory=set)
     reassigned: set[int] = field(default_factory=set)  # defined more than once in the body
     inner: bool = False  # the body holds an inner loop
-    # streaming: no inner loop, and every store is at the loop variable itself — the body
-    # writes one element per buffer per lane, so the first address says every one's alignment
-    streaming: bool = False
 
     def kind(self, x) -> str:
         """'varying', 'contiguous' or 'uniform' for an operand of the body."""
@@ -122,23 +116,20 @@ class _Planner:
             raise _No  # nothing varies: no vector work
         t = self.elem
         width = self.target.width(t)
-        jam = 1
         if self.inner:
             # J chains of the carried accumulators, with room for a load and a product each
             per_copy = max(1, self.carried) + 1
             jam = max(1, min(self.target.max_jam, (self.target.registers - 2) // per_copy))
-            trip = _constant_trip(self.loop)
-            if trip is not None:
-                jam = max(1, min(jam, trip // width))
-            jam = 1 << (jam.bit_length() - 1)  # a power of two: steps are masked off
+        else:
+            # a streaming body: J independent copies keep more loads in flight; each needs
+            # about three vectors at a time (two operands and a result) once scheduled
+            jam = max(1, min(self.target.max_jam, self.target.registers // 3))
+        trip = _constant_trip(self.loop)
+        if trip is not None:
+            jam = max(1, min(jam, trip // width))
+        jam = 1 << (jam.bit_length() - 1)  # a power of two: steps are masked off
         contiguous = {v for v, s in self.stride.items() if s == 1 and v != self.loop.var.id}
         reassigned = {v for v, n in self.defs.items() if n > 1}
-        stores = [x for x in self.loop.body if isinstance(x, ir.Store)]
-        streaming = (
-            not self.inner
-            and bool(stores)
-            and all(isinstance(x.index, ir.Var) and x.index.id == self.loop.var.id for x in stores)
-        )
         return LanesPlan(
             self.loop,
             t,
@@ -148,7 +139,6 @@ class _Planner:
             contiguous,
             reassigned,
             self.inner,
-            streaming,
         )
 
     def count_defs(self, stmts: list) -> None:

@@ -430,8 +430,6 @@ class Selector:
             self.emit(I.alu_imm("and", n, -step))
             self.copy(end, i)
             self.emit(I.add(end, n))
-            if jam == 1 and p.streaming and vector.TARGET.stream_bytes is not None:
-                self.streaming_steps(vec, p, i, end, n)
             head, body, done = self.label("vhead"), self.label("vbody"), self.label("vdone")
             self.jump(head)
             self.start(head)
@@ -444,44 +442,6 @@ class Selector:
             self.start(done)
         # the scalar code after is SSE: clear the upper halves (no AVX–SSE transition cost)
         self.emit(X86Inst(Code.VEX_VZEROUPPER, (), side_effect=True))
-
-    def streaming_steps(
-        self, vec: vector.VectorLoop, p: vectorize.LanesPlan, i: VReg, end: VReg, n: VReg
-    ) -> None:
-        """W-steps whose stores bypass the caches (`vmovntp*`, then `sfence`), taken when the
-        `n` lanes left store at least the target's `stream_bytes` and every stored buffer's
-        address at `i` is 32-byte aligned (vmovntp* faults otherwise); `i` then ends at
-        `end` and the ordinary steps after run no iteration."""
-        size = 4 if p.elem == "f32" else 8
-        bufs = vec.stored_buffers()
-        skip, head, body, done = (self.label(x) for x in ("ntskip", "nthead", "ntbody", "ntdone"))
-        total = self.vreg(RegClass.INT)
-        self.copy(total, n)
-        self.emit(I.imul(total, self.int_const(size * len(bufs))))
-        self.emit(I.cmp(total, self.int_const(vector.TARGET.stream_bytes)))
-        check = self.label("ntalign")
-        self.branch("l", skip, check)
-        self.start(check)
-        for k, b in enumerate(bufs):
-            a = self.vreg(RegClass.INT)
-            self.copy(a, i)
-            self.emit(I.imul(a, self.int_const(size)))
-            self.emit(I.add(a, self.buf_reg(b)))
-            self.emit(I.alu_imm("and", a, 31))
-            self.emit(I.cmp(a, self.int_const(0)))
-            nxt = head if k == len(bufs) - 1 else self.label("ntalign")
-            self.branch("ne", skip, nxt)
-            self.start(nxt)
-        self.emit(I.cmp(i, end))
-        self.branch("ge", done, body)
-        self.start(body)
-        vec.step(i, 1, nontemporal=True)
-        self.emit(I.alu_imm("add", i, p.width))
-        self.jump(head)
-        self.start(done)
-        self.emit(X86Inst(Code.SFENCE, (), side_effect=True))
-        self.jump(skip)
-        self.start(skip)
 
     def while_(self, s: ir.While) -> None:
         head, body, done = self.label("whead"), self.label("wbody"), self.label("wdone")

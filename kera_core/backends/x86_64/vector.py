@@ -31,9 +31,9 @@ VECTOR_OPS = frozenset(
     | set(COMPARES)
     | {"gt", "ge"}
 )
-# 16 ymm less the three scratch registers the allocator keeps; streaming stores (vmovntps)
-# past 8 MiB stored, about where glibc's memcpy (numpy's copyto) switches to them
-TARGET = VectorTarget(width_bytes=32, registers=13, ops=VECTOR_OPS, stream_bytes=8 << 20)
+# 16 ymm less the three scratch registers the allocator keeps. (Stores around the caches,
+# vmovntps, were tried for long streaming loops: 6 % slower than ordinary stores here.)
+TARGET = VectorTarget(width_bytes=32, registers=13, ops=VECTOR_OPS)
 
 
 def _suffix(t: str) -> str:
@@ -118,19 +118,9 @@ class VectorLoop:
                 self.broadcast(Imm(t, bits))  # the constants of min/max, neg and abs
         self.in_prelude = False
 
-    def stored_buffers(self) -> list[ir.Buf]:
-        """The buffers a streaming body stores to (each at the loop variable)."""
-        out: list[ir.Buf] = []
-        for st in self.loop.body:
-            if isinstance(st, ir.Store) and all(b.id != st.buf.id for b in out):
-                out.append(st.buf)
-        return out
-
-    def step(self, i: VReg, jam: int, nontemporal: bool = False) -> None:
-        """One step: jam × W iterations starting at index register `i`; `nontemporal`: the
-        stores bypass the caches (every stored address is then 32-byte aligned)."""
+    def step(self, i: VReg, jam: int) -> None:
+        """One step: jam × W iterations starting at index register `i`."""
         self.jam = jam
-        self.nontemporal = nontemporal
         self.vregs: dict[int, list[VReg]] = {}
         # a contiguous index is held for the step's first lane; copy u is u·W elements on
         self.index: dict[int, VReg] = {self.loop.var.id: i}
@@ -183,12 +173,7 @@ class VectorLoop:
                     s.load(st)
                     self.uniform.pop(st.dst.id, None)
             elif isinstance(st, ir.Store):
-                if self.nontemporal:
-                    code = Code.VEX_VMOVNTPS_M256_YMM if t == "f32" else Code.VEX_VMOVNTPD_M256_YMM
-                else:
-                    code = (
-                        Code.VEX_VMOVUPS_YMMM256_YMM if t == "f32" else Code.VEX_VMOVUPD_YMMM256_YMM
-                    )
+                code = Code.VEX_VMOVUPS_YMMM256_YMM if t == "f32" else Code.VEX_VMOVUPD_YMMM256_YMM
                 for u in range(self.jam):
                     m = self.at(st, u, DEF)
                     s.emit(X86Inst(code, (m, RegOp(self.operand(st.value, u), USE))))
