@@ -67,9 +67,18 @@ def kera_run(capsys, *argv):
 
 
 def test_target_choices_come_from_the_registry(registry):
-    assert run_cli.target_names() == ["interp", "arm64", "ptx", "wasm", "x86_64", "all"]
+    assert run_cli.target_names() == ["interp", "arm64", "ptx", "verilog", "wasm", "x86_64", "all"]
     registry.register(EchoTarget("echo"))
-    assert run_cli.target_names() == ["interp", "arm64", "echo", "ptx", "wasm", "x86_64", "all"]
+    assert run_cli.target_names() == [
+        "interp",
+        "arm64",
+        "echo",
+        "ptx",
+        "verilog",
+        "wasm",
+        "x86_64",
+        "all",
+    ]
     assert "keg" not in run_cli.target_names()  # it cannot run what it builds
 
 

@@ -410,6 +410,9 @@ def cmd_run(args) -> int:
     if r.has_io:
         out.write(f"output stdout text sha3-256:{sha3(encode(r.printed))}\n")
     out.write(f"result sha3-256:{r.digest()}\n")
+    cycles = getattr(r, "cycles", None)  # a hardware target's simulated clock cycles
+    if cycles is not None:
+        print(f"{args.target}: {cycles} cycles", file=sys.stderr)
     if args.out:
         arrays = {}
         for o in r.outputs:

@@ -79,6 +79,7 @@ BUILTIN: tuple[Declared, ...] = (
     Declared("arm64", "kera_core.targets.arm64", ".a64", runs=True),
     Declared("keg", "kera_core.targets.keg", ".keg"),
     Declared("ptx", "kera_core.targets.ptx", ".ptx", runs=True),
+    Declared("verilog", "kera_core.targets.verilog", ".v", runs=True),
     Declared("wasm", "kera_core.targets.wasm", ".wasm", runs=True),
     Declared("x86_64", "kera_core.targets.x86_64", ".bin", runs=True),
 )

