@@ -11,6 +11,7 @@ import {
   ServerOptions,
   State,
   TransportKind,
+  vsdiag,
 } from "vscode-languageclient/node";
 import { describeCommand, resolveServerCommand, ServerCommand, substitute } from "./logic/serverCommand";
 import { COMPILE_COMMAND, SHOW_LOWERING_COMMAND } from "./logic/targets";
@@ -70,6 +71,15 @@ function redirectLens(lens: vscode.CodeLens): vscode.CodeLens {
 }
 
 const middleware: Middleware = {
+  // The server pushes diagnostics to every client and also answers pulls; VS Code would
+  // show both lists. The extension keeps the pushed one (it arrives as soon as the analysis
+  // of an edit ends) and answers the client's own pulls with nothing.
+  provideDiagnostics() {
+    return { kind: vsdiag.DocumentDiagnosticReportKind.full, items: [] };
+  },
+  provideWorkspaceDiagnostics() {
+    return { items: [] };
+  },
   async provideCodeLenses(document, token, next) {
     const lenses = await next(document, token);
     return lenses?.map(redirectLens);
