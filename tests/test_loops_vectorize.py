@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kera_core.analysis import analyze
 from kera_core.loops import ir
+from kera_core.loops.ir import Imm
 from kera_core.loops.lower import lower_program
 from kera_core.loops.vectorize import VectorTarget, plan
 
@@ -113,3 +114,14 @@ def test_a_loop_that_carries_a_value_across_lanes_is_refused() -> None:
     assert plan(ir.Loop(i, zero, n, body, "lanes"), set(), WIDE) is not None
     assert plan(ir.Loop(i, zero, n, body, "seq"), set(), WIDE) is None
     assert plan(ir.Loop(i, zero, n, body, "lanes", counted=True), set(), WIDE) is None
+
+
+def test_the_plan_lists_the_invariants_vector_code_reads_once_each() -> None:
+    src = "pub fn f[N](a: f32, x: &f32[N], y: &f32[N]) -> f32[N] { a * x + a * y + 2.5 }"
+    ps = [p for p in plans(src, "f") if p]
+    assert ps
+    inv = ps[0].invariants()
+    kinds = sorted("imm" if isinstance(x, Imm) else "var" for x in inv)
+    assert kinds == ["imm", "var"]  # `a` once (read twice), the constant 2.5 once
+    body = ir.assigned(ps[0].loop.body)
+    assert all(not isinstance(x, ir.Var) or x.id not in body for x in inv)

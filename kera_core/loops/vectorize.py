@@ -73,6 +73,35 @@ class LanesPlan:
     def step(self) -> int:
         return self.width * self.jam
 
+    def invariants(self) -> list:
+        """The loop-invariant float operands vector code reads (of varying operations, and
+        stored values), once each in body order: a backend broadcasts them before its
+        vector loops instead of once per step."""
+        inside = ir.assigned(self.loop.body) | {self.loop.var.id}
+        out: list = []
+        seen: set = set()
+
+        def take(x) -> None:
+            if isinstance(x, ir.Var) and x.id in inside or x.type != self.elem:
+                return
+            key = ("v", x.id) if isinstance(x, ir.Var) else ("i", x.type, x.bits)
+            if key not in seen:
+                seen.add(key)
+                out.append(x)
+
+        def walk(stmts: list) -> None:
+            for s in stmts:
+                if isinstance(s, ir.Op) and s.dst.id in self.varying:
+                    for a in s.args[1:] if s.op == "select" else s.args:
+                        take(a)
+                elif isinstance(s, ir.Store):
+                    take(s.value)
+                elif isinstance(s, ir.Loop):
+                    walk(s.body)
+
+        walk(self.loop.body)
+        return out
+
 
 class _No(Exception):
     pass

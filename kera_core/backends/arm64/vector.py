@@ -122,26 +122,8 @@ class VectorLoop:
     def emit_prelude(self) -> None:
         """Broadcast every loop-invariant operand once, before the vector loops."""
         self.in_prelude = True
-        body_vars: set[int] = set()
-        _defined(self.loop.body, body_vars)
-        body_vars.add(self.loop.var.id)
-
-        def inv(x) -> bool:
-            return not (isinstance(x, ir.Var) and x.id in body_vars) and x.type == self.t
-
-        def walk(stmts):
-            for st in stmts:
-                if isinstance(st, ir.Op) and self.plan.kind(st.dst) == "varying":
-                    args = st.args[1:] if st.op == "select" else st.args
-                    for a in args:
-                        if inv(a):
-                            self.broadcast(a)
-                elif isinstance(st, ir.Store) and inv(st.value):
-                    self.broadcast(st.value)
-                elif isinstance(st, ir.Loop):
-                    walk(st.body)
-
-        walk(self.loop.body)
+        for x in self.plan.invariants():
+            self.broadcast(x)
         self.in_prelude = False
 
     def step(self, i: VReg, jam: int) -> None:
@@ -287,15 +269,6 @@ class VectorLoop:
 
 def _same(x, v: ir.Var) -> bool:
     return isinstance(x, ir.Var) and x.id == v.id
-
-
-def _defined(stmts: list, out: set[int]) -> None:
-    for s in stmts:
-        if isinstance(s, (ir.Op, ir.Load)):
-            out.add(s.dst.id)
-        elif isinstance(s, ir.Loop):
-            out.add(s.var.id)
-            _defined(s.body, out)
 
 
 def _calls(stmts: list) -> bool:

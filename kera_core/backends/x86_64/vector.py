@@ -90,25 +90,8 @@ class VectorLoop:
     def emit_prelude(self) -> None:
         """Broadcast every loop-invariant operand once, before the vector loops."""
         self.in_prelude = True
-        body_vars: set[int] = set()
-        _defined(self.loop.body, body_vars)
-        body_vars.add(self.loop.var.id)
-
-        def inv(x) -> bool:
-            return not (isinstance(x, ir.Var) and x.id in body_vars) and x.type in ("f32", "f64")
-
-        def walk(stmts):
-            for s in stmts:
-                if isinstance(s, ir.Op) and self.plan.kind(s.dst) == "varying":
-                    for a in s.args:
-                        if inv(a):
-                            self.broadcast(a)
-                elif isinstance(s, ir.Store) and inv(s.value):
-                    self.broadcast(s.value)
-                elif isinstance(s, ir.Loop):
-                    walk(s.body)
-
-        walk(self.loop.body)
+        for x in self.plan.invariants():
+            self.broadcast(x)
         t = self.t
         used = _ops(self.loop.body)
         nan = 0x7FC00000 if t == "f32" else 0x7FF8000000000000
@@ -313,15 +296,6 @@ class VectorLoop:
             X86Inst(code, (RegOp(d, DEF), RegOp(y, USE), RegOp(x, USE), RegOp(mask, USE)))
         )
         return d
-
-
-def _defined(stmts: list, out: set[int]) -> None:
-    for s in stmts:
-        if isinstance(s, (ir.Op, ir.Load)):
-            out.add(s.dst.id)
-        elif isinstance(s, ir.Loop):
-            out.add(s.var.id)
-            _defined(s.body, out)
 
 
 def _scalar_reads(p: LanesPlan, stmts: list, out: set[int]) -> None:
