@@ -208,7 +208,7 @@ def test_build_exit_codes(tmp_path: Path, capsys) -> None:
 def test_check_target() -> None:
     assert cli_keg.check_target("keg") == "keg"
     with pytest.raises(UsageError, match="known: .*keg"):
-        cli_keg.check_target("verilog")
+        cli_keg.check_target("no-such-target")
 
 
 def test_load_module_or_keg_and_fingerprint_lines(tmp_path: Path, capsys) -> None:

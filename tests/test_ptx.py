@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kera_core.analysis import analyze
@@ -154,3 +155,21 @@ def test_float_remainder_is_refused_at_compile_time() -> None:
     m = _module("pub fn f(a: f32, b: f32) -> f32 { a % b }")
     why = P.unsupported(m.graph, "f")
     assert why and ("%" in " ".join(why) or "fmod" in " ".join(why)), why
+
+
+def test_a_gpus_own_nan_comes_back_canonical() -> None:
+    """Found on an H200: `div.rn` 0/0 and friends give NaN 0x7FFFFFFF (f32) and
+    0x7FFF…F (f64); scalar results and printed values leave the kernel's cells as Kera's
+    canonical NaN (semantics.md §3), like buffers do."""
+    from kera_core.backends.ptx.runtime import _from_cell
+
+    for t, bits, want in (
+        ("f32", 0x7FFFFFFF, 0x7FC00000),
+        ("f32", 0xFFC00001, 0x7FC00000),
+        ("f64", 0x7FFFFFFFFFFFFFFF, 0x7FF8000000000000),
+    ):
+        v = _from_cell(t, bits)
+        raw = int(np.asarray(v).view({"f32": np.uint32, "f64": np.uint64}[t]))
+        assert raw == want, (t, hex(bits), hex(raw))
+    assert _from_cell("f32", 0x80000000).tobytes() == np.float32(-0.0).tobytes()
+    assert _from_cell("i32", 0xFFFFFFFF) == -1

@@ -122,6 +122,8 @@ class Device:
         self.cells = _ok(cu, cu.cuMemAlloc(8 * S.CTX_CELLS))
         self.modules: dict[bytes, object] = {}
         self.images: dict[bytes, bytes] = {}  # PTX key -> a cubin ptxas made ahead of time
+        self.events = None
+        self.last_kernel_ms = 0.0  # the last launch's kernel time (CUDA events)
 
     def arch(self) -> str:
         """``sm_XY`` of GPU 0 (for assembling cubins ahead of time)."""
@@ -190,8 +192,12 @@ class Device:
             ctx[S.CTX_LOG_END] = log + LOG_BYTES
             self.put(self.cells, ctx)
             args = ((int(dio), int(self.cells)), (ctypes.c_uint64, ctypes.c_uint64))
+            start, stop = self._events()
+            _ok(cu, cu.cuEventRecord(start, 0))
             _ok(cu, cu.cuLaunchKernel(f, 1, 1, 1, launch.threads, 1, 1, 0, 0, args, 0))
+            _ok(cu, cu.cuEventRecord(stop, 0))
             _ok(cu, cu.cuCtxSynchronize())
+            self.last_kernel_ms = float(_ok(cu, cu.cuEventElapsedTime(start, stop)))
             ctx_after = self.get_bytes(int(self.cells), ctx.nbytes).view(np.uint64)
             io_after = self.get_bytes(int(dio), io.nbytes).view(np.uint64)
             at = int(ctx_after[S.CTX_LOG_AT])
@@ -199,6 +205,14 @@ class Device:
             return ctx_after, io_after, logged
         finally:
             self._pending = bufs
+
+    def _events(self):
+        """Two CUDA events (made once) timing the kernel alone: :attr:`last_kernel_ms`."""
+        if self.events is None:
+            cu = self.cu
+            flags = cu.CUevent_flags.CU_EVENT_DEFAULT
+            self.events = (_ok(cu, cu.cuEventCreate(flags)), _ok(cu, cu.cuEventCreate(flags)))
+        return self.events
 
     def release(self) -> None:
         for d in getattr(self, "_pending", []):
@@ -229,8 +243,11 @@ def _cell(t: str, v) -> int:
 
 
 def _from_cell(t: str, bits: int):
+    """A scalar result or printed value from its cell; a float NaN comes out canonical
+    (semantics.md §3): a GPU's own NaN is 0x7FFFFFFF, not Kera's 0x7FC00000."""
     width = 8 if t == "bool" else ir.BITS[t]
-    return imm_value(ir.Imm(t, int(bits) & ((1 << width) - 1)))
+    v = imm_value(ir.Imm(t, int(bits) & ((1 << width) - 1)))
+    return canon(v) if t in ("f32", "f64") else v
 
 
 def build_launch(sig, args, bound, prog, fn_name: str, threads: int, steps: int) -> Launch:
