@@ -1,6 +1,6 @@
 """The x86_64 target against numpy (anchors run in the same process), and its compile time.
 
-Usage: python bench/x86_bench.py [--sizes 1000000,10000000] [--isa sse2|avx2] [--reps 3]
+Usage: python bench/x86_bench.py [--sizes 1000000,10000000] [--isa sse2|avx2|avx512] [--reps 3]
        [--only axpy,total,dotp,soft,norm,mm,compile]
 
 Prints, per kernel and size, the median time of one native run (`runtime.run`: checking

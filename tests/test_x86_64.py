@@ -44,10 +44,18 @@ def levels() -> list[str]:
     from kera_core.native import cpu
 
     f = cpu.detect()
-    return ["sse2"] + (["avx2"] if f.avx2 and f.fma else [])
+    # a level this CPU lacks is not generated: that is the hardware, not a missing tool
+    return [n for n in X.ISAS if X.runs(n, f)]
 
 
 LEVELS = levels()
+VECTOR_LEVELS = [n for n in LEVELS if n in ("avx2", "avx512")]
+REGISTER = {"avx2": "ymm", "avx512": "zmm"}
+
+
+def _vector_level(level: str) -> None:
+    if level == "none":
+        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
 
 
 def _isa(level: str):
@@ -271,18 +279,19 @@ fn select_all[N](x: &f32[N], y: &f32[N]) -> f32[N] {
 """
 
 
-def test_lanes_loops_are_vector_loops_bit_for_bit() -> None:
-    if "avx2" not in LEVELS:
-        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+@pytest.mark.parametrize("level", VECTOR_LEVELS or ["none"])
+def test_lanes_loops_are_vector_loops_bit_for_bit(level: str) -> None:
+    _vector_level(level)
     m = _module(VECTOR_OPS)
-    _, comp = X.build(m.graph, "v32", X.isa_for("avx2"))
-    assert any("ymm" in ln for ln in comp.listings["v32"]), "no vector instructions selected"
+    _, comp = X.build(m.graph, "v32", X.isa_for(level))
+    reg = REGISTER[level]
+    assert any(reg in ln for ln in comp.listings["v32"]), "no vector instructions selected"
     for name in ("v32", "v64", "c32"):
         check(
             m,
             m.graph,
             name,
-            "avx2",
+            level,
             sizes=tuple(range(0, 20)) + (31, 32, 33, 63, 64, 65, 1000),
             seeds=(1, 2),
         )
@@ -322,25 +331,28 @@ pub fn sm[N](x: &f32[N]) -> f32[N] { softmax(x) }
 """
 
 
-def test_jammed_vector_loops_with_inner_chains_bit_for_bit() -> None:
-    """Matmul's columns, conv1d's outputs and the canonical sum's lanes run as jammed ymm
+@pytest.mark.parametrize("level", VECTOR_LEVELS or ["none"])
+def test_jammed_vector_loops_with_inner_chains_bit_for_bit(level: str) -> None:
+    """Matmul's columns, conv1d's outputs and the canonical sum's lanes run as jammed vector
     loops whose accumulators stay in registers across the inner loop: every size around
-    the vector width and the jam (W, 2W, 4W ± 1) gives the interpreter's bits."""
-    if "avx2" not in LEVELS:
-        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+    the vector width and the jam (W, 2W, 4W ± 1, for ymm and zmm) gives the interpreter's
+    bits."""
+    _vector_level(level)
     m = _module(JAMMED)
     for name in ("mm32", "s64"):
-        _, comp = X.build(m.graph, name, X.isa_for("avx2"))
-        assert any("ymm" in ln for ln in comp.listings[name]), name
+        _, comp = X.build(m.graph, name, X.isa_for(level))
+        assert any(REGISTER[level] in ln for ln in comp.listings[name]), name
+    sizes = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65)
     for name in ("mm32", "mm64", "cv"):
-        check(m, m.graph, name, "avx2", sizes=(0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 40))
+        check(m, m.graph, name, level, sizes=sizes)
     for name in ("s64", "sm"):
-        check(m, m.graph, name, "avx2", sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 2049))
+        check(m, m.graph, name, level, sizes=(0, 1, 15, 16, 17, 1023, 1024, 1025, 2049))
     # matmul's column panels (64 wide) and row blocks (4): widths around one and two panels
     panels = [(m_, 3, n) for n in (63, 64, 65, 127, 128, 129) for m_ in (4, 6)]
     for name in ("mm32", "mm64"):
-        check(m, m.graph, name, "avx2", shapes=panels)
-    check(m, m.graph, "mm32", "sse2", shapes=panels[:4])
+        check(m, m.graph, name, level, shapes=panels)
+    if level == VECTOR_LEVELS[0]:
+        check(m, m.graph, "mm32", "sse2", shapes=panels[:4])
 
 
 def test_the_assembly_names_the_source_function_and_node_of_each_block() -> None:
@@ -365,12 +377,13 @@ pub fn f[N](x: &f32[N], t: f32) -> f32 {
     assert {"for", "sum"} <= ops or {"loop", "sum"} <= ops, ops
 
 
-def test_vector_loops_under_float_pressure_allocate_and_agree() -> None:
-    """More loop invariants broadcast than there are ymm registers: compares, blends and
-    min/max whose operands and result are all spilled still allocate (a result may share
-    the scratch register of an operand read by the same instruction) and agree."""
-    if "avx2" not in LEVELS:
-        tool_missing("no AVX2+FMA on this CPU: the vector path is not selected")
+@pytest.mark.parametrize("level", VECTOR_LEVELS or ["none"])
+def test_vector_loops_under_float_pressure_allocate_and_agree(level: str) -> None:
+    """More loop invariants broadcast than there are vector registers: compares, blends and
+    min/max whose operands and result are all spilled (64-byte slots for zmm) still allocate
+    (a result may share the scratch register of an operand read by the same instruction)
+    and agree."""
+    _vector_level(level)
     params = ", ".join(f"a{i}: f64" for i in range(18))
     terms = " + ".join(f"minimum(x, a{i}) - maximum(x, a{17 - i})" for i in range(18))
     src = f"pub fn p[N](x: &f64[N], {params}) -> f64[N] {{ {terms} }}\n"
@@ -379,4 +392,181 @@ def test_vector_loops_under_float_pressure_allocate_and_agree() -> None:
     )
     m = _module(src)
     for name in ("p", "q"):
-        check(m, m.graph, name, "avx2", sizes=(0, 1, 4, 5, 9, 33), seeds=(1, 2))
+        check(m, m.graph, name, level, sizes=(0, 1, 4, 5, 9, 17, 33), seeds=(1, 2))
+
+
+BOUNDARIES = (0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129)
+BOUNDARIES += (1023, 1024, 1025, 2047, 2048, 2049, 3073)
+EDGES = """
+pub fn ew32[N](x: &f32[N], y: &f32[N]) -> f32[N] {
+    maximum(x, y) * fma(x, y, x) - minimum(-x, abs(y)) / sqrt(abs(x))
+}
+pub fn ew64[N](x: &f64[N], y: &f64[N]) -> f64[N] {
+    maximum(x, y) * fma(x, y, x) - minimum(-x, abs(y)) / sqrt(abs(x))
+}
+pub fn mx32[N](x: &f32[N], y: &f32[N]) -> f32[N] { maximum(x, y) }
+pub fn mn32[N](x: &f32[N], y: &f32[N]) -> f32[N] { minimum(x, y) }
+pub fn mx64[N](x: &f64[N], y: &f64[N]) -> f64[N] { maximum(x, y) }
+pub fn mn64[N](x: &f64[N], y: &f64[N]) -> f64[N] { minimum(x, y) }
+pub fn ng64[N](x: &f64[N]) -> f64[N] { -abs(x) }
+pub fn s32[N](x: &f32[N]) -> f32 { sum(x) }
+pub fn s64[N](x: &f64[N]) -> f64 { sum(x) }
+pub fn d32[N](x: &f32[N], y: &f32[N]) -> f32 { dot(x, y) }
+pub fn m64[N](x: &f64[N]) -> f64 { max(x) + min(x) }
+"""
+
+
+def _edge_values(t: str, n: int, shift: int, specials: bool) -> np.ndarray:
+    """`specials`: NaN payloads (quiet, signalling, negative), ±0, subnormals, ±inf, cycling
+    with a period of 13 — prime to every lane count, so each lane of a 4/8/16-lane vector
+    meets each of them; else values over a wide range of magnitudes (any reordering of a
+    sum would show) with zeros and subnormals among them."""
+    ft, it = (np.float32, np.uint32) if t == "f32" else (np.float64, np.uint64)
+    if specials:
+        if t == "f32":
+            nans = [0x7FC00001, 0xFFC01234, 0x7F800001, 0x7FBFFFFF, 0xFFFFFFFF]
+        else:
+            nans = [0x7FF8000000000001, 0xFFF8000000001234, 0x7FF0000000000001, (1 << 64) - 1]
+        pool = np.concatenate(
+            [
+                np.array(nans, dtype=it).view(ft),
+                np.array([0.0, -0.0, np.inf, -np.inf, 1.5, -2.25], dtype=ft),
+                np.array([1, (1 << 63 if t == "f64" else 1 << 31) | 3], dtype=it).view(ft),
+            ]
+        )[:13]
+        return pool[(np.arange(n) + shift) % len(pool)].astype(ft)
+    rng = np.random.default_rng(n * 7 + shift)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(ft)
+    x[rng.integers(0, max(n, 1), n // 9)] = 0.0 if shift % 2 else -0.0
+    tiny = np.finfo(ft).smallest_subnormal
+    x[rng.integers(0, max(n, 1), n // 11)] = tiny * (3 - 2 * shift)
+    return x
+
+
+def test_every_level_gives_the_interpreters_bytes_at_every_vector_boundary() -> None:
+    """Elementwise kernels and reductions at every length around a tile, a vector (4, 8, 16
+    lanes) and a jammed step, on adversarial floats: every level (sse2, avx2, avx512 where
+    the CPU has them) gives the interpreter's bytes, so the levels agree with each other."""
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    m = _module(EDGES)
+    g = m.graph
+    loaded = {
+        (f.name, lv): Loaded(X.read(X.build(g, f.name, X.isa_for(lv))[0], g)[1])
+        for f in g.exported()
+        for lv in LEVELS
+    }
+    try:
+        for f in g.exported():
+            sig = entry_signature(m, f.name)
+            t = "f32" if "32" in f.name else "f64"
+            for n in BOUNDARIES:
+                for specials in (True, False):
+                    inputs = {
+                        p: _edge_values(t, n, k, specials)
+                        for k, (p, _) in enumerate(sig.value_params)
+                    }
+                    want = outcome(lambda: reference(m, f.name, inputs, {"N": n}))  # noqa: B023
+                    for lv in LEVELS:
+                        code = loaded[(f.name, lv)]
+                        got = outcome(lambda: run(code, m, f.name, inputs, {"N": n}))  # noqa: B023
+                        assert got == want, (f.name, lv, n, specials)
+    finally:
+        for code in loaded.values():
+            code.close()
+
+
+def _maximum_as_select(prog, cmp: str):
+    """The program with every `maximum(a, b)` of a `lanes` loop rewritten as
+    `select(cmp(a, b), a, b)`: a comparison's mask read by a varying select (no source
+    spelling makes one today)."""
+    from kera_core.loops import ir
+
+    fresh = [1 << 40]
+
+    def walk(stmts: list, lanes: bool) -> list:
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.Loop):
+                s.body = walk(s.body, lanes or s.mark == "lanes")
+            elif lanes and isinstance(s, ir.Op) and s.op == "maximum":
+                fresh[0] += 1
+                c = ir.Var(fresh[0], "bool", "c")
+                out.append(ir.Op(c, cmp, s.args))
+                s = ir.Op(s.dst, "select", (c, *s.args))
+            out.append(s)
+        return out
+
+    for fn in prog.functions.values():
+        fn.body = walk(fn.body, False)
+    return prog
+
+
+@pytest.mark.parametrize("level", VECTOR_LEVELS or ["none"])
+def test_a_varying_select_on_every_comparison_agrees_with_the_scalar_code(level: str) -> None:
+    """`select` on a vector comparison's mask (vblendv for ymm; vpmovm2d, vpmovd2m and
+    vblendm for zmm) gives the scalar SSE2 code's bytes for every comparison, on NaN, ±0
+    and infinities in every lane."""
+    from kera_core.loops.lower import lower_program
+
+    _vector_level(level)
+    m = _module(
+        "pub fn a[N](x: &f32[N], y: &f32[N]) -> f32[N] { maximum(x, y) }\n"
+        "pub fn b[N](x: &f64[N], y: &f64[N]) -> f64[N] { maximum(x, y) }\n"
+    )
+    for name, t in (("a", "f32"), ("b", "f64")):
+        for cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
+            runs = []
+            for lv in ("sse2", level):
+                comp = X.compile_program(
+                    _maximum_as_select(lower_program(m.graph, name), cmp), X.isa_for(lv)
+                )
+                if lv == level:
+                    text = "\n".join(comp.listings[name])
+                    assert ("vblendv" if level == "avx2" else "vblendm") in text
+                runs.append(Loaded(comp.codes))
+            try:
+                for n in (0, 1, 5, 8, 16, 17, 33, 64, 100):
+                    for specials in (True, False):
+                        inputs = {
+                            "x": _edge_values(t, n, 0, specials),
+                            "y": _edge_values(t, n, 5, specials),
+                        }
+                        got = [
+                            outcome(lambda: run(c, m, name, inputs, {"N": n}))  # noqa: B023
+                            for c in runs
+                        ]
+                        assert got[0] == got[1], (name, cmp, n, specials)
+            finally:
+                for c in runs:
+                    c.close()
+
+
+def test_avx512_is_chosen_when_the_cpu_has_it_and_refused_when_not(monkeypatch) -> None:
+    """Auto-detection picks the best level; asking for a level the CPU lacks, or running an
+    artifact built for one, is a clear error (never an illegal instruction)."""
+    from kera_core.native import cpu
+
+    if LEVELS == ["none"]:
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    assert X.isa_for().name == LEVELS[-1]
+    m = _module("pub fn f[N](x: &f32[N]) -> f32 { sum(x) }")
+    t = get("x86_64")
+    x = {"x": np.ones(40, np.float32)}
+    arts = {}
+    for lv in LEVELS:
+        monkeypatch.setattr(t, "isa", lv)
+        arts[lv] = t.lower(m.graph, m.provenance, "f")
+        assert f"({lv})" in arts[lv].text
+    monkeypatch.setattr(t, "isa", None)
+    weak = cpu.CpuFeatures(source="test", sse2=True, avx=True, avx2=True, fma=True)
+    monkeypatch.setattr(cpu, "detect", lambda: weak)
+    assert X.isa_for().name == "avx2"
+    with pytest.raises(ValueError, match="no AVX-512"):
+        X.isa_for("avx512")
+    if "avx512" in arts:
+        with pytest.raises(X.ArtifactError, match="avx512 code and this CPU has no AVX-512"):
+            t.run(arts["avx512"], m.graph, "f", x, provenance=m.provenance)
+    want = reference(m, "f", x).digest()
+    runnable_here = arts["avx2" if "avx2" in arts else "sse2"]
+    assert t.run(runnable_here, m.graph, "f", x, provenance=m.provenance).digest() == want

@@ -130,7 +130,7 @@ def _sysv() -> CallConv:
     gprs = x86.GPRS
     callee = frozenset({x86.RBX, x86.RBP, x86.R12, x86.R13, x86.R14, x86.R15})
     clobbered = frozenset(r for r in gprs if r not in callee and r is not x86.RSP)
-    clobbered |= frozenset(x86.XMMS) | {x86.FLAGS}
+    clobbered |= frozenset(x86.XMMS) | frozenset(x86.KS) | {x86.FLAGS}
     return CallConv(
         name="sysv-amd64",
         int_args=(x86.RDI, x86.RSI, x86.RDX, x86.RCX, x86.R8, x86.R9),

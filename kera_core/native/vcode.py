@@ -30,12 +30,15 @@ class RegClass(enum.Enum):
     ``FLOAT`` is the whole floating-point / vector file (x86 xmm/ymm/zmm, ARM64 v-registers):
     a wider view of the same register is the same allocation unit.  ``FLAGS`` is the condition
     flags (x86 RFLAGS, ARM64 NZCV); it is never allocated, but instructions name it in their
-    defs/uses so the scheduler keeps a compare next to the branch that reads it.
+    defs/uses so the scheduler keeps a compare next to the branch that reads it.  ``MASK`` is
+    x86's AVX-512 opmask file (k0–k7): never allocated either; a selector names the fixed k
+    register it uses, so liveness, scheduling and allocation see the dependency.
     """
 
     INT = "int"
     FLOAT = "float"
     FLAGS = "flags"
+    MASK = "mask"
 
 
 @dataclass(frozen=True, order=True)
@@ -57,7 +60,9 @@ class VReg:
         return hash((self.id, self.size))
 
     def __repr__(self) -> str:
-        tag = {RegClass.INT: "i", RegClass.FLOAT: "f", RegClass.FLAGS: "c"}[self.cls]
+        tag = {RegClass.INT: "i", RegClass.FLOAT: "f", RegClass.FLAGS: "c", RegClass.MASK: "k"}[
+            self.cls
+        ]
         return f"v{self.id}{tag}" if self.size == 8 else f"v{self.id}{tag}{self.size}"
 
 

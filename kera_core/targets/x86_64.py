@@ -1,7 +1,7 @@
 """The `x86_64` target: native code JIT-run in this process (docs/targets/x86_64.md).
 
 A function is lowered to its loop program (kera_core/loops), selected for the instruction
-set level (``isa``: the best this CPU has by CPUID, or ``--isa sse2|avx2``), and assembled by
+set level (``isa``: the best this CPU has by CPUID, or ``--isa sse2|avx2|avx512``), and assembled by
 the shared machine layer (kera_core/native). The artifact holds the graph fingerprint and
 position-independent code for the function and what it calls.
 """
@@ -20,7 +20,9 @@ from kera_core.targets import run_module as _run_module
 
 class X86Target:
     name = "x86_64"
-    description = "x86-64 native code (SSE2 baseline, AVX2+FMA where the CPU has it), JIT-run"
+    description = (
+        "x86-64 native code (SSE2 baseline, AVX2+FMA or AVX-512 where the CPU has it), JIT-run"
+    )
     suffix = ".bin"
 
     per_function = True
@@ -52,7 +54,8 @@ class X86Target:
         return listing(comp, fn)
 
     def run(self, artifact: Artifact, graph: Graph, fn: str, inputs: dict, dims=None, **kw):
-        _, codes = X.read(artifact.data, graph)
+        header, codes = X.read(artifact.data, graph)
+        X.check_runs_here(header)
         loaded = Loaded(codes)
         try:
             source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))

@@ -37,18 +37,29 @@ def isa_for(name: str | None = None) -> Isa:
     """The instruction-set level: `name`, or the best this CPU runs (from CPUID)."""
     feats = cpu.detect()
     if name is None:
-        name = "avx512" if feats.avx512 else "avx2" if feats.avx2 else "sse2"
+        name = "avx512" if runs("avx512", feats) else "avx2" if runs("avx2", feats) else "sse2"
     if name not in ISAS:
         raise ValueError(f"unknown ISA level {name!r}: one of {', '.join(ISAS)}")
-    if name == "avx512":
-        raise ValueError(
-            "the avx512 level is not built yet: it ships once it has run on a CPU that has it"
-        )
-    if name == "avx2" and not (feats.avx2 and feats.fma):
-        raise ValueError("this CPU has no AVX2+FMA; use --isa sse2")
+    if not runs(name, feats):
+        raise ValueError(f"this CPU has no {NEEDS[name]}; use --isa {best(feats)}")
     if name == "sse2":
         return Isa("sse2", fma=False, sse41=False)
-    return Isa("avx2", fma=True, sse41=True, vectors=True)
+    return Isa(name, fma=True, sse41=True, vectors=True, zmm=name == "avx512")
+
+
+# what each level's code needs of the CPU (and of the OS: the ymm / zmm and opmask state)
+NEEDS = {"sse2": "SSE2", "avx2": "AVX2+FMA", "avx512": "AVX-512 (F, DQ, BW, VL) with FMA"}
+
+
+def runs(name: str, feats: cpu.CpuFeatures | None = None) -> bool:
+    """Whether this CPU runs code of level `name`."""
+    f = cpu.detect() if feats is None else feats
+    avx2 = f.avx2 and f.fma
+    return {"sse2": True, "avx2": avx2, "avx512": avx2 and f.avx512}.get(name, False)
+
+
+def best(feats: cpu.CpuFeatures | None = None) -> str:
+    return next(n for n in reversed(ISAS) if runs(n, feats))
 
 
 @dataclass
@@ -122,6 +133,19 @@ def build(graph: Graph, fn: str, isa: Isa) -> tuple[bytes, Compiled]:
 def read(data: bytes, graph: Graph | None = None) -> tuple[dict, list[tuple[str, bytes]]]:
     """The header and the functions' code of an artifact (checked against `graph`)."""
     return artifact.unpack(MAGIC, "x86_64", data, None if graph is None else graph.fingerprint())
+
+
+def check_runs_here(header: dict) -> None:
+    """Refuse an artifact whose level this CPU lacks (its code would fault on the first
+    instruction it does not have)."""
+    name = header.get("isa")
+    if name not in ISAS:
+        raise ArtifactError(f"the artifact's instruction-set level {name!r} is unknown")
+    if not runs(name):
+        raise ArtifactError(
+            f"the artifact is {name} code and this CPU has no {NEEDS[name]}; "
+            f"rebuild it with --isa {best()}"
+        )
 
 
 def fingerprint_of(data: bytes) -> bytes:

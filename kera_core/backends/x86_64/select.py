@@ -108,7 +108,12 @@ class Isa:
     name: str = "sse2"
     fma: bool = False  # vfmadd (else fma is a call to the C library's correctly rounded fma)
     sse41: bool = False  # roundsd (else round-half-even by the 2^52 trick)
-    vectors: bool = False  # `lanes` loops as AVX2 ymm loops (kera_core/backends/x86_64/vector.py)
+    vectors: bool = False  # `lanes` loops as vector loops (kera_core/backends/x86_64/vector.py)
+    zmm: bool = False  # the vectors are AVX-512 zmm (EVEX), not AVX2 ymm (VEX)
+
+    @property
+    def vector(self) -> vector.Encoding:
+        return vector.ZMM if self.zmm else vector.YMM
 
 
 def _elem_bytes(t: str) -> int:
@@ -392,7 +397,9 @@ class Selector:
 
     def loop(self, s: ir.Loop) -> None:
         i, hi = self.loop_counter(s)
-        p = vectorize.plan(s, self.seen_vars(), vector.TARGET) if self.isa.vectors else None
+        p = None
+        if self.isa.vectors:
+            p = vectorize.plan(s, self.seen_vars(), self.isa.vector.target)
         if p is not None:
             self.vector_part(s, p, i, hi)
         head, body, done = self.label("head"), self.label("body"), self.label("done")
@@ -416,7 +423,7 @@ class Selector:
     def vector_part(self, s: ir.Loop, p: vectorize.LanesPlan, i: VReg, hi: VReg) -> None:
         """The loop's first iterations as vector steps — jam × W lanes a step, then W — and
         `i` ends where the scalar loop takes over for the rest."""
-        vec = vector.VectorLoop(self, p)
+        vec = vector.VectorLoop(self, p, self.isa.vector)
         vec.emit_prelude()
         for jam in (p.jam, 1) if p.jam > 1 else (1,):
             step = p.width * jam
@@ -440,7 +447,8 @@ class Selector:
             self.emit(I.alu_imm("add", i, step))
             self.jump(head)
             self.start(done)
-        # the scalar code after is SSE: clear the upper halves (no AVX–SSE transition cost)
+        # the scalar code after is SSE: clear the upper halves (no AVX–SSE transition cost;
+        # vzeroupper clears bits 128–511 of zmm0–15 too)
         self.emit(X86Inst(Code.VEX_VZEROUPPER, (), side_effect=True))
 
     def while_(self, s: ir.While) -> None:

@@ -9,7 +9,8 @@ Glue (usable on its own, e.g. for hand-written stubs):
   (constant-pool loads), with a rel32 fix-up on its displacement.
 
 :func:`to_iced` turns an :class:`X86Inst` with physical registers into an iced instruction,
-choosing each register's view (r64, r32, cl, xmm, ymm, zmm) from the ``Code``'s operand kinds.
+choosing each register's view (r64, r32, cl, xmm, ymm, zmm, k) from the ``Code``'s operand
+kinds, and the EVEX write-mask ``{k}``/``{z}`` from ``X86Inst.mask``/``zeroing``.
 
 :func:`assemble` is the pipeline a selector calls: schedule, allocate, plan the frame, emit
 prologue, blocks and epilogues, finish the buffer.
@@ -119,8 +120,8 @@ def _name(code: int) -> str:
 
 @cache
 def _operand_shapes(code: int) -> tuple[str, ...]:
-    """Per operand: 'r64', 'r32', 'r16', 'r8', 'v16', 'v32', 'v64', 'imm', 'imm64', 'mem',
-    'rm<view>' (register or memory), 'br'."""
+    """Per operand: 'r64', 'r32', 'r16', 'r8', 'v16', 'v32', 'v64', 'k' (an opmask), 'imm',
+    'imm64', 'mem', 'rm<view>' (register or memory), 'br'."""
     out = []
     for k in OpCodeInfo(code).op_kinds():
         n = _KIND_NAMES.get(k, "")
@@ -142,6 +143,7 @@ def _operand_shapes(code: int) -> tuple[str, ...]:
                 ("XMM", "v16"),
                 ("YMM", "v32"),
                 ("ZMM", "v64"),
+                ("K_", "k"),
             ):
                 if n.startswith(prefix):
                     view = v
@@ -154,7 +156,7 @@ def _operand_shapes(code: int) -> tuple[str, ...]:
 
 def _view_bits(shape: str) -> int:
     s = shape.removeprefix("rm")
-    return int(s[1:]) if s.startswith("r") else int(s[1:])
+    return 0 if s == "k" else int(s[1:])
 
 
 MemResolver = Callable[[I.Operand], MemoryOperand]
@@ -192,9 +194,15 @@ def to_iced(inst: I.X86Inst, resolve_mem: MemResolver) -> Instruction:
     if factory is None:
         raise EncodeError(f"{inst!r}: no iced-x86 constructor for operands {parts}")
     try:
-        return factory(inst.code, *args)
+        out = factory(inst.code, *args)
     except (ValueError, TypeError) as e:
         raise EncodeError(f"{inst!r}: {e}") from None
+    if inst.mask is not None:
+        if not isinstance(inst.mask, PReg) or inst.mask.cls is not RegClass.MASK:
+            raise EncodeError(f"{inst!r}: the write-mask {inst.mask!r} is not an opmask register")
+        out.op_mask = R.iced_register(inst.mask, 0)
+        out.zeroing_masking = inst.zeroing
+    return out
 
 
 def _mem_operand(base: PReg | None, index: PReg | None, scale: int, disp: int) -> MemoryOperand:

@@ -15,6 +15,12 @@ To add an instruction, write a helper like the ones below that returns
 A *fixed register* is requested by putting the :class:`PReg` itself in an operand (or in the
 implicit lists) and moving values in and out with :func:`mov`; the allocator keeps other
 values out of that register while it is live.
+
+An EVEX instruction's write-mask ``{k}`` is ``mask`` (an opmask :class:`PReg` of
+``regs.KS``, read by the instruction), with ``zeroing`` for ``{z}``.  Merge masking keeps the
+destination's unselected elements, so such a destination is ``USEDEF`` — except for the
+blends (``vblendmps``), which take them from their first source: there it is a ``DEF``.
+An opmask register as an operand (``vcmpps k1, …``, ``vpmovm2d zmm, k1``) is a ``RegOp``.
 """
 
 from __future__ import annotations
@@ -121,6 +127,8 @@ class X86Inst:
     flow: Flow = Flow.NORMAL
     side_effect: bool = False
     move: bool = False  # ops == (RegOp(dst, DEF), RegOp(src, USE)), a plain full copy
+    mask: PReg | None = None  # EVEX write-mask {k} (read)
+    zeroing: bool = False  # {z}: unselected elements are zeroed rather than kept
 
     # -- the vcode protocol -----------------------------------------------------------------
     # defs and uses are asked for by every pass (liveness, scheduling, allocation, rewriting):
@@ -157,6 +165,8 @@ class X86Inst:
                 if op.index is not None:
                     out.append(op.index)
         out.extend(self.implicit_uses)
+        if self.mask is not None:
+            out.append(self.mask)
         if "r" in self.flags:
             out.append(R.FLAGS)
         return _dedup(out)
@@ -202,6 +212,7 @@ class X86Inst:
             ops=tuple(ops),
             implicit_uses=tuple(m(r) for r in self.implicit_uses),
             implicit_defs=tuple(m(r) for r in self.implicit_defs),
+            mask=m(self.mask),
         )
 
     # -- presentation -----------------------------------------------------------------------
@@ -235,6 +246,8 @@ class X86Inst:
                 parts.append(str(op.value))
             else:
                 parts.append(op.target)
+        if self.mask is not None and parts:
+            parts[0] += f"{{{self.mask!r}}}" + ("{z}" if self.zeroing else "")
         return f"{self.mnemonic} {', '.join(parts)}".strip()
 
 

@@ -17,6 +17,9 @@ XMM8, XMM9, XMM10, XMM11, XMM12, XMM13, XMM14, XMM15 = XMMS[8:16]
 
 FLAGS = PReg("rflags", RegClass.FLAGS, 0)
 
+# The AVX-512 opmask registers (never allocated: an instruction names the one it uses).
+KS: tuple[PReg, ...] = tuple(PReg(f"k{i}", RegClass.MASK, i) for i in range(8))
+
 _GPR_VIEWS = {
     64: GPR_NAMES,
     32: ("eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi")
@@ -29,7 +32,8 @@ _VEC_VIEWS = {16: "xmm", 32: "ymm", 64: "zmm"}
 
 def iced_register(reg: PReg, view: int) -> int:
     """The iced-x86 ``Register`` value for ``reg`` seen at ``view``: a GPR width in bits
-    (64/32/16/8) or a vector width in bytes (16 = xmm, 32 = ymm, 64 = zmm)."""
+    (64/32/16/8) or a vector width in bytes (16 = xmm, 32 = ymm, 64 = zmm); an opmask
+    register has one view (``view`` is ignored)."""
     from iced_x86 import Register
 
     if reg.cls is RegClass.INT:
@@ -42,4 +46,6 @@ def iced_register(reg: PReg, view: int) -> int:
         if prefix is None:
             raise ValueError(f"no {view}-byte view of vector register {reg!r}")
         return getattr(Register, f"{prefix}{reg.index}".upper())
+    if reg.cls is RegClass.MASK:
+        return getattr(Register, f"K{reg.index}")
     raise ValueError(f"{reg!r} has no encodable register operand")
