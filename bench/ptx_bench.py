@@ -176,7 +176,7 @@ def main() -> int:
                 extra = f"   (copy {bw:.0f} GB/s)"
             print(
                 f"{name:7} {label:>11} {t:10.3f} {frac:>10} {t_cp:9.3f} {t / t_cp:9.1f}"
-                f" {str(same):>5}{extra}",
+                f" {str(same):>5}{extra}  [{dev.last_blocks} CTAs]",
                 flush=True,
             )
             if first >= args.budget:

@@ -22,6 +22,7 @@ from kera_core.interp.api import entry_signature
 from kera_core.interp.api import run_function as reference
 from kera_core.interp.gen import InputGenerator
 from kera_core.loops import lower_program, run_function
+from kera_core.loops.target import CPU, GRID
 from kera_core.opt import optimize
 from tests import imperative_programs, programs
 
@@ -39,7 +40,7 @@ def outcome(run) -> str:
     return "ok " + r.digest()
 
 
-def agree(module, graph, name: str, size: int, seed: int, adversarial: bool) -> str:
+def agree(module, graph, name: str, size: int, seed: int, adversarial: bool, target=CPU) -> str:
     sig = entry_signature(module, name)
     dims = {i: size for i in range(len(sig.dim_names))}
     gen = InputGenerator(seed, adversarial=adversarial)
@@ -47,20 +48,21 @@ def agree(module, graph, name: str, size: int, seed: int, adversarial: bool) -> 
     named = {sig.dim_names[i]: n for i, n in dims.items()}
     src = module if graph is module.graph else graph
     want = outcome(lambda: reference(src, name, inputs, named, max_steps=STEPS))
-    prog = lower_program(graph, name)
+    prog = lower_program(graph, name, target)
     got = outcome(lambda: run_function(src, name, inputs, named, program=prog, max_steps=STEPS))
-    assert got == want, (name, size, seed, adversarial)
+    assert got == want, (name, size, seed, adversarial, target)
     return want
 
 
+@pytest.mark.parametrize("target", [CPU, GRID], ids=["cpu", "grid"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_every_example_function(path: Path) -> None:
+def test_every_example_function(path: Path, target) -> None:
     m = analyze(path.read_text()).module
     outcomes = set()
     for f in m.graph.exported():
         for size in (0, 1, 3, 17):
             for adversarial in (False, True):
-                outcomes.add(agree(m, m.graph, f.name, size, size + 7, adversarial))
+                outcomes.add(agree(m, m.graph, f.name, size, size + 7, adversarial, target))
     assert any(o.startswith("ok") for o in outcomes)
 
 
@@ -71,13 +73,16 @@ def _module(src: str):
 
 
 def check_source(src: str, seed: int, size: int) -> None:
+    """Both shapes of the composites (loops/target.py), plain and optimized."""
     m = _module(src)
     g = optimize(m.graph).graph
     for f in m.graph.exported():
         for adversarial in (False, True):
+            target = GRID if adversarial else CPU
             agree(m, m.graph, f.name, size, seed, adversarial)
+            agree(m, m.graph, f.name, size, seed, adversarial, GRID)
             if f.name in g.functions:
-                agree(m, g, f.name, size, seed, adversarial)
+                agree(m, g, f.name, size, seed, adversarial, target)
 
 
 _SETTINGS = settings(
@@ -123,6 +128,23 @@ def test_reductions_at_tile_and_lane_boundaries(n: int) -> None:
     for f in m.graph.exported():
         for adversarial in (False, True):
             agree(m, m.graph, f.name, n, n, adversarial)
+            agree(m, m.graph, f.name, n, n, adversarial, GRID)
+
+
+@pytest.mark.parametrize("tiles", [2, 3, 5, 6, 7, 9, 12, 13, 16, 17, 23, 33])
+def test_the_level_tree_is_the_left_complete_tile_tree(tiles: int) -> None:
+    """The grid shape's tile tree (pairs at distance 1, 2, 4, …) against the reference's
+    recursive left-complete tree, at tile counts around and between powers of two, with a
+    partial last tile; large and small magnitudes mixed so a different tree shows in the
+    bits."""
+    m = _module("pub fn s[N](x: &f32[N]) -> f32 { sum(x) }")
+    n = tiles * 1024 - 5
+    rng = np.random.default_rng(tiles)
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    want = reference(m, "s", {"x": x}).digest()
+    for target in (CPU, GRID):
+        prog = lower_program(m.graph, "s", target)
+        assert run_function(m, "s", {"x": x}, program=prog).digest() == want, target
 
 
 def peak(src: str, name: str, inputs: dict) -> int:

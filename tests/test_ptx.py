@@ -173,3 +173,51 @@ def test_a_gpus_own_nan_comes_back_canonical() -> None:
         assert raw == want, (t, hex(bits), hex(raw))
     assert _from_cell("f32", 0x80000000).tobytes() == np.float32(-0.0).tobytes()
     assert _from_cell("i32", 0xFFFFFFFF) == -1
+
+
+GRID_CASES = """
+pub fn total[N](x: &f32[N]) -> f32 { sum(x) }
+pub fn mm[M, K, N](a: &f32[M, K], b: &f32[K, N]) -> f32[M, N] { matmul(a, b) }
+pub fn scan[N](x: &mut f32[N]) -> f32[N] { for i in 1..N { x[i] = x[i] + x[i - 1]; } x * 2.0 }
+pub fn scalar(a: f32) -> f32 { a * 2.0 }
+"""
+
+
+def test_the_kernel_is_a_grid_unless_stores_repeat_in_order() -> None:
+    """Parallel work spreads over a cooperative grid (with the grid barrier); a loop that
+    stores in order (a prefix sum) keeps one CTA, and the report says why; code with no
+    mapped loop runs on one thread. The header carries the choice to the runner."""
+    from kera_core.backends.ptx import runtime as R
+    from kera_core.backends.ptx.select import sequential_effects
+
+    m = _module(GRID_CASES)
+    g = m.graph
+    want = {"total": (True, 256), "mm": (True, 256), "scan": (False, 256), "scalar": (False, 1)}
+    for name, (grid, threads) in want.items():
+        sel = P.compiled(g, name).selected
+        assert (sel.grid, sel.threads) == (grid, threads), name
+        assert ("call.uni k_gsync;" in sel.text) == grid, name
+        assert ("k_gsync" in sel.text) == grid, name
+        art = P.artifact_text(g, name)
+        assert R.grid_of(art) == grid, name
+        assert P.read(art.encode(), g)[:2] == (name, threads)
+    assert "stores" in sequential_effects(P.compiled(g, "scan").program)
+    assert "cooperative launch" in P.report(g, "total")
+    assert "one CTA because a loop in `scan` stores" in P.report(g, "scan")
+
+
+def test_the_grid_lowering_shapes_reach_the_kernel() -> None:
+    """The ptx target lowers with LoweringTarget(many_threads=True): the sum is parallel
+    passes over lanes and tiles plus the level tree, matmul one loop over every output —
+    each mapped to threads — and a dry run prepares a grid launch."""
+    from kera_core.backends.ptx import runtime as R
+
+    m = _module(GRID_CASES)
+    loops = {li.var.split(".")[0]: li.mapped for li in P.compiled(m.graph, "total").selected.loops}
+    assert loops == {"%lane": True, "%tile": True, "%pair": True}, loops
+    (mm,) = P.compiled(m.graph, "mm").selected.loops
+    assert mm.var.startswith("%ij") and mm.mapped
+    art = P.artifact_text(m.graph, "total")
+    x = np.arange(5000, dtype=np.float32)
+    launch = R.run(art, 256, m, "total", {"x": x}, dry_run=True)
+    assert launch.grid and launch.threads == 256

@@ -197,7 +197,87 @@ UNARY = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid}
 
 
 def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
-    """The canonical sum (§7.1) of the n elements get(0), …, get(n-1) of float type t."""
+    """The canonical sum (§7.1) of the n elements get(0), …, get(n-1) of float type t, in
+    the shape the target asks for (loops/target.py)."""
+    if e.target.many_threads:
+        return _canonical_sum_grid(e, n, get, t)
+    return _canonical_sum_streaming(e, n, get, t)
+
+
+def _level_tree(e: Emitter, vals, m: Operand, combine) -> None:
+    """Combine vals[0..m) in place by the left-complete tree of §7.1, level by level:
+    at distance d = 1, 2, 4, … each vals[2d·k] takes combine(vals[2d·k], vals[2d·k + d])
+    where that partner exists — one parallel loop per level. (Every node of the
+    left-complete tree covers an aligned run [2^l·k, min(2^l·(k+1), m)); pairing aligned
+    runs level by level, an odd last run carried up unchanged, builds exactly those nodes.)
+    The result is vals[0]. 63 levels cover any m < 2^63; a level past m does nothing."""
+    dist = e.var("i64", "dist")
+    e.assign(dist, imm("i64", 1))
+    with e.loop(imm("i64", 0), imm("i64", 63), name="level"):
+        with e.block() as then:
+            span = e.op("add", dist, dist)
+            pairs = e.op("div", e.op("add", m, e.op("sub", span, imm("i64", 1))), span)
+            with e.loop(imm("i64", 0), pairs, mark="parallel", name="pair") as k:
+                a = e.op("mul", k, span)
+                b = e.op("add", a, dist)
+                with e.block() as has_partner:
+                    e.store(vals, a, combine(e.load(vals, a), e.load(vals, b)))
+                e.emit(If(e.op("lt", b, m), has_partner, []))
+            e.assign(dist, span)
+        e.emit(If(e.op("lt", dist, m), then, []))
+
+
+def _canonical_sum_grid(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    """§7.1 for many threads: lane totals, tile totals, then the tile tree, each pass one
+    ``parallel`` loop (the tree one per level) over a buffer; the same bits as the stream."""
+    from kera_core.loops.ir import Alloc, Free
+
+    zero = fconst(t, 0.0)
+    tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
+    slots = e.op("mul", tiles, imm("i64", LANES))
+    lanes = e.buf(t, slots, name="lanes")
+    e.emit(Alloc(lanes))
+    # lane j of tile q: +0, then elements base + 16·g + j in order of g, then (j < rest) the
+    # partial group's element
+    with e.loop(imm("i64", 0), slots, mark="parallel", name="lane") as q:
+        ti = e.op("div", q, imm("i64", LANES))
+        j = e.op("sub", q, e.op("mul", ti, imm("i64", LANES)))
+        base = e.op("mul", ti, imm("i64", TILE))
+        end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
+        full = e.op("div", e.op("sub", end, base), imm("i64", LANES))
+        lane = e.var(t, "lane")
+        e.assign(lane, zero)
+        with e.loop(imm("i64", 0), full, name="g") as g:
+            at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
+            e.op("add", lane, get(e.op("add", at, j)), into=lane)
+        tail = e.op("add", e.op("add", base, e.op("mul", full, imm("i64", LANES))), j)
+        with e.block() as one_more:
+            e.op("add", lane, get(tail), into=lane)
+        e.emit(If(e.op("lt", tail, end), one_more, []))
+        e.store(lanes, q, lane)
+    totals = e.buf(t, tiles, name="tiles")
+    e.emit(Alloc(totals))
+    with e.loop(imm("i64", 0), tiles, mark="parallel", name="tile") as ti:
+        first = e.op("mul", ti, imm("i64", LANES))
+        acc = [e.load(lanes, e.add_i(first, imm("i64", j))) for j in range(LANES)]
+        width = LANES
+        while width > 1:
+            width //= 2
+            acc = [e.op("add", acc[j], acc[j + width]) for j in range(width)]
+        e.store(totals, ti, acc[0])
+    e.emit(Free(lanes))
+    _level_tree(e, totals, tiles, lambda a, b: e.op("add", a, b))
+    total = e.var(t, "sum")
+    e.assign(total, zero)
+    with e.block() as some:
+        e.assign(total, e.load(totals, imm("i64", 0)))
+    e.emit(If(e.op("gt", tiles, imm("i64", 0)), some, []))
+    e.emit(Free(totals))
+    return total
+
+
+def _canonical_sum_streaming(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+    """§7.1 in one pass: tiles summed as they come, the tile tree as a binary counter."""
     zero = fconst(t, 0.0)
     total = e.var(t, "sum")
     e.assign(total, zero)
@@ -299,12 +379,37 @@ def mean(e: Emitter, n: Operand, get: Get, t: str, node: bytes | None) -> Var:
 
 
 def fold_extreme(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
-    """max (which="maximum") or min of n >= 1 elements: NaN-propagating, -0 < +0."""
+    """max (which="maximum") or min of n >= 1 elements: NaN-propagating, -0 < +0 (so
+    associative and commutative: every order, and every shape, gives the same bits)."""
+    if e.target.many_threads:
+        return _fold_extreme_grid(e, n, get, t, which)
     acc = e.var(t, which[:3])
     e.assign(acc, get(imm("i64", 0)))
     with e.loop(imm("i64", 1), n, name="k") as k:
         e.op(which, acc, get(k), into=acc)
     return acc
+
+
+def _fold_extreme_grid(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
+    """fold_extreme for many threads: each tile of TILE elements folded by one iteration of
+    a parallel loop, then the tiles by the level tree."""
+    from kera_core.loops.ir import Alloc, Free
+
+    tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
+    part = e.buf(t, tiles, name="tiles")
+    e.emit(Alloc(part))
+    with e.loop(imm("i64", 0), tiles, mark="parallel", name="tile") as ti:
+        base = e.op("mul", ti, imm("i64", TILE))
+        end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
+        acc = e.var(t, which[:3])
+        e.assign(acc, get(base))
+        with e.loop(e.op("add", base, imm("i64", 1)), end, name="k") as k:
+            e.op(which, acc, get(k), into=acc)
+        e.store(part, ti, acc)
+    _level_tree(e, part, tiles, lambda a, b: e.op(which, a, b))
+    out = e.load(part, imm("i64", 0))
+    e.emit(Free(part))
+    return out
 
 
 def _order_key(e: Emitter, x: Operand, t: str) -> Var:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from kera_core.loops.ir import BITS, Buf, Imm, Load, Loop, Op, Operand, Store, Var
 from kera_core.loops.prims import PRIMS, result_type
+from kera_core.loops.target import CPU, LoweringTarget
 
 
 def float_bits(t: str, x: float) -> int:
@@ -36,8 +37,11 @@ def type_of(x: Operand) -> str:
 class Emitter:
     """Appends statements to the current block; ``block()`` opens a nested one."""
 
-    def __init__(self, counter: list[int], origins: dict | None = None) -> None:
+    def __init__(
+        self, counter: list[int], origins: dict | None = None, target: LoweringTarget = CPU
+    ) -> None:
         self.counter = counter  # shared by a whole program: ids are unique
+        self.target = target  # which shape the composites take (loops/target.py)
         self.stmts: list = []
         # the graph node being lowered, as (hash, op): each statement appended is its
         # (origins maps id(statement) → node; listings name the source node per block)

@@ -53,6 +53,7 @@ from kera_core.loops.ir import (
     Var,
     While,
 )
+from kera_core.loops.target import CPU, LoweringTarget
 
 
 class NotLowered(Exception):
@@ -125,28 +126,30 @@ MATMUL_ROWS = 4  # rows of a matmul that share each loaded element of b
 MATMUL_PANEL = 64
 
 
-def lower_program(graph: Graph, fn: str | None = None) -> Program:
-    """The loop program of the whole graph, or of ``fn`` and what it calls."""
+def lower_program(graph: Graph, fn: str | None = None, target: LoweringTarget = CPU) -> Program:
+    """The loop program of the whole graph, or of ``fn`` and what it calls, with the
+    composites shaped for ``target`` (loops/target.py)."""
     prog = Program()
-    low = _Lowerer(graph, prog)
+    low = _Lowerer(graph, prog, target)
     names = [fn] if fn is not None else sorted(graph.functions)
     for name in names:
         low.function(graph.functions[name])
     return prog
 
 
-_PROGRAMS: OrderedDict[tuple[str, bytes], Program] = OrderedDict()
+_PROGRAMS: OrderedDict[tuple[str, bytes, LoweringTarget], Program] = OrderedDict()
 PROGRAM_CACHE = 64
 
 
-def program_of(graph: Graph, fn: str) -> Program:
-    """`lower_program(graph, fn)`, cached by the function's name and hash (the hash covers
-    its callees, named by hash): a backend's compile and every run of the same function
-    share one lowering. The program is never changed after lowering."""
-    key = (fn, graph.functions[fn].hash)
+def program_of(graph: Graph, fn: str, target: LoweringTarget = CPU) -> Program:
+    """`lower_program(graph, fn, target)`, cached by the function's name and hash (the hash
+    covers its callees, named by hash) and the target description: a backend's compile and
+    every run of the same function share one lowering. The program is never changed after
+    lowering."""
+    key = (fn, graph.functions[fn].hash, target)
     got = _PROGRAMS.get(key)
     if got is None:
-        got = _PROGRAMS[key] = lower_program(graph, fn)
+        got = _PROGRAMS[key] = lower_program(graph, fn, target)
         while len(_PROGRAMS) > PROGRAM_CACHE:
             _PROGRAMS.popitem(last=False)
     else:
@@ -155,9 +158,10 @@ def program_of(graph: Graph, fn: str) -> Program:
 
 
 class _Lowerer:
-    def __init__(self, graph: Graph, prog: Program) -> None:
+    def __init__(self, graph: Graph, prog: Program, target: LoweringTarget) -> None:
         self.graph = graph
         self.prog = prog
+        self.target = target
         self.counter = [0]
         self.by_hash = {f.hash: f for f in graph.functions.values()}
         self.busy: set[str] = set()
@@ -239,7 +243,7 @@ class _FnLowering:
         self.owner = owner
         self.graph = owner.graph
         self.fn = fn
-        self.e = Emitter(owner.counter, owner.prog.origins)
+        self.e = Emitter(owner.counter, owner.prog.origins, owner.target)
         self.dims = [self.e.var("i64", f"d{i}") for i in range(fn.type.n_dims)]
         self.frames: list[_Frame] = []
 
@@ -798,6 +802,9 @@ class _FnLowering:
             )
         out = self.alloc(t.elem.name, self.shape_of(t), t.space)
         zero = imm(a.elem, 0) if a.elem not in ("f32", "f64") else C.fconst(a.elem, 0.0)
+        if e.target.many_threads:
+            self.matmul_grid(a, b, out, rows, k, cols, zero)
+            return out
         # panels of MATMUL_PANEL columns (the panel of b a row block walks stays in cache);
         # in each, rows in blocks of MATMUL_ROWS (each b element loaded once per block), then
         # one at a time. Every output still adds its products from +0 with k increasing (§8.1)
@@ -814,6 +821,22 @@ class _FnLowering:
             with e.loop(done, rows, mark="parallel", name="r") as i:
                 self.matmul_rows(a, b, out, i, 1, k, cols, (c0, c1), zero)
         return out
+
+    def matmul_grid(self, a, b, out, rows, k, cols, zero) -> None:
+        """Every output element one iteration of a parallel loop (consecutive iterations
+        are consecutive columns: neighbouring threads read neighbouring elements of b)."""
+        e = self.e
+        with e.loop(imm("i64", 0), e.mul_i(rows, cols), mark="parallel", name="ij") as q:
+            i = e.op("div", q, cols)
+            j = e.op("sub", q, e.op("mul", i, cols))
+            at = e.add_i(a.offset, e.mul_i(i, k))
+            acc = e.var(a.elem, "acc")
+            e.assign(acc, zero)
+            with e.loop(imm("i64", 0), k, name="k") as kk:
+                x = e.load(a.buf, e.add_i(at, kk))
+                y = e.load(b.buf, e.add_i(b.offset, e.add_i(e.mul_i(kk, cols), j)))
+                e.op("add", acc, e.op("mul", x, y), into=acc)
+            e.store(out.buf, q, acc)
 
     def matmul_rows(self, a, b, out, first, count: int, k, cols, panel, zero) -> None:
         """Rows first … first+count-1 of a matmul, columns panel[0] … panel[1]-1: a `lanes`

@@ -185,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         c.art = P.artifact_text(c.graph, c.fn)
         texts[c.text] = c.art
         runnable.append(c)
-    log(f"lowered: {len(texts)} distinct kernels, {unsupported} cases the target refuses")
+    grids = sum(1 for t in texts if R.grid_of(texts[t]))
+    log(
+        f"lowered: {len(texts)} distinct kernels ({grids} launched as a grid), "
+        f"{unsupported} cases the target refuses"
+    )
 
     def assemble(item):
         text, arch = item

@@ -24,11 +24,17 @@ import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from kera_core.backends.ptx.select import NotSelected, Selected, select_program
+from kera_core.backends.ptx.select import (
+    NotSelected,
+    Selected,
+    select_program,
+    sequential_effects,
+)
 from kera_core.ir.graph import Graph
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
+from kera_core.loops.target import GRID
 
 MAGIC = "// kera-ptx v1\n"
 ARCHS = ("sm_80", "sm_90")
@@ -55,7 +61,7 @@ def compiled(graph: Graph, fn: str) -> Compiled:
     if got is not None:
         _CACHE.move_to_end(key)
         return got
-    prog = program_of(graph, fn)
+    prog = program_of(graph, fn, GRID)
     comp = Compiled(prog, select_program(prog, fn))
     _CACHE[key] = comp
     while len(_CACHE) > CACHE_SIZE:
@@ -79,14 +85,14 @@ def artifact_text(graph: Graph, fn: str) -> str:
     return (
         MAGIC
         + f"// fingerprint sha3-256:{graph.fingerprint().hex()}\n"
-        + f"// entry {fn} threads {sel.threads}\n"
+        + f"// entry {fn} threads {sel.threads}{' grid' if sel.grid else ''}\n"
         + f"// functions: {names}\n"
         + sel.text
     )
 
 
 _HEAD = re.compile(
-    r"// kera-ptx v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+) threads (\d+)\n"
+    r"// kera-ptx v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+) threads (\d+)( grid)?\n"
 )
 
 
@@ -150,7 +156,7 @@ def assemble(text: str, arch: str, verbose: bool = False) -> tuple[str, bytes]:
     return r.stderr + r.stdout, cubin
 
 
-_SHARED_NAMES = re.compile(r"\b(k_steps|k_errmin|k_bcast|k_ctx|kfn_\d+|kera_main)\b")
+_SHARED_NAMES = re.compile(r"\b(k_steps|k_errmin|k_bcast|k_ctx|k_gsync|kfn_\d+|kera_main)\b")
 
 
 def batch(texts: list[str]) -> str:
@@ -201,14 +207,23 @@ def _matmul_like(graph: Graph, fn: str) -> list[str]:
 def report(graph: Graph, fn: str) -> str:
     sel = compiled(graph, fn).selected
     lines = [f"ptx kernel `kera_main` for `{fn}`"]
-    lines.append(
-        f"  grid: 1 CTA x {sel.threads} thread(s)"
-        + (
-            " (parallel/lanes loops strided over the CTA's threads)"
-            if sel.threads > 1
-            else " (no loop can be mapped: the code is sequential)"
+    if sel.grid:
+        lines.append(
+            f"  grid: as many CTAs of {sel.threads} threads as the GPU holds at once (a"
+            " cooperative launch); parallel/lanes loops strided over every thread of the"
+            " grid, grid barriers between them"
         )
-    )
+    else:
+        why = sequential_effects(compiled(graph, fn).program)
+        lines.append(
+            f"  grid: 1 CTA x {sel.threads} thread(s)"
+            + (
+                " (parallel/lanes loops strided over the CTA's threads"
+                + (f"; one CTA because {why})" if why else ")")
+                if sel.threads > 1
+                else " (no loop can be mapped: the code is sequential)"
+            )
+        )
     for li in sel.loops:
         how = "mapped to threads" if li.mapped else f"sequential: {li.why}"
         lines.append(f"  loop {li.var} in `{li.function}` ({li.mark}): {how}")

@@ -32,7 +32,9 @@ from kera_core.interp.values import DTYPES, concrete_type, value_out
 from kera_core.ir.types import Struct, strip_ref
 from kera_core.loops import ir
 from kera_core.loops.interp import imm_value
+from kera_core.loops.lower import program_of
 from kera_core.loops.run import flatten_value, prepare
+from kera_core.loops.target import GRID as LOWERING
 
 DEFAULT_MEMORY = 1 << 30  # the arena: what a run may allocate
 LOG_BYTES = 64 << 20  # the print log
@@ -190,11 +192,22 @@ class Device:
             ctx[S.CTX_LOG] = log
             ctx[S.CTX_LOG_AT] = log
             ctx[S.CTX_LOG_END] = log + LOG_BYTES
+            ctx[S.CTX_ERRMIN] = 2**64 - 1
             self.put(self.cells, ctx)
             args = ((int(dio), int(self.cells)), (ctypes.c_uint64, ctypes.c_uint64))
             start, stop = self._events()
             _ok(cu, cu.cuEventRecord(start, 0))
-            _ok(cu, cu.cuLaunchKernel(f, 1, 1, 1, launch.threads, 1, 1, 0, 0, args, 0))
+            if launch.grid:
+                # cooperative: every CTA resident at once, as the grid barrier needs
+                blocks = self.resident_blocks(f, launch.threads)
+                self.last_blocks = blocks
+                _ok(
+                    cu,
+                    cu.cuLaunchCooperativeKernel(f, blocks, 1, 1, launch.threads, 1, 1, 0, 0, args),
+                )
+            else:
+                self.last_blocks = 1
+                _ok(cu, cu.cuLaunchKernel(f, 1, 1, 1, launch.threads, 1, 1, 0, 0, args, 0))
             _ok(cu, cu.cuEventRecord(stop, 0))
             _ok(cu, cu.cuCtxSynchronize())
             self.last_kernel_ms = float(_ok(cu, cu.cuEventElapsedTime(start, stop)))
@@ -205,6 +218,16 @@ class Device:
             return ctx_after, io_after, logged
         finally:
             self._pending = bufs
+
+    def resident_blocks(self, f, threads: int) -> int:
+        """How many CTAs of ``threads`` can be resident at once on the whole GPU (the grid
+        of a cooperative launch)."""
+        cu = self.cu
+        per_sm = _ok(cu, cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(f, threads, 0))
+        dev = _ok(cu, cu.cuDeviceGet(0))
+        a = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        sms = _ok(cu, cu.cuDeviceGetAttribute(a, dev))
+        return max(1, int(per_sm) * int(sms))
 
     def _events(self):
         """Two CUDA events (made once) timing the kernel alone: :attr:`last_kernel_ms`."""
@@ -230,6 +253,13 @@ class Launch:
     threads: int
     steps: int
     params_at: dict[int, np.ndarray] = field(default_factory=dict)
+    grid: bool = False  # as many CTAs as fit at once, launched cooperatively (else one)
+
+
+def grid_of(text: str) -> bool:
+    """Whether an artifact's kernel runs as a grid (its header says ``grid``)."""
+    head = text[: text.find("\n.version")] if ".version" in text else text[:512]
+    return " grid\n" in head or head.rstrip().endswith(" grid")
 
 
 def _cell(t: str, v) -> int:
@@ -314,9 +344,13 @@ def run(
     memory_limit: int = DEFAULT_MEMORY,
     dry_run: bool = False,
 ):
-    sig, args, bound, prog = prepare(source, fn_name, inputs, dims)
+    g = source.graph if hasattr(source, "graph") else source
+    sig, args, bound, prog = prepare(
+        source, fn_name, inputs, dims, program_of(g, fn_name, LOWERING)
+    )
     steps = max_steps if max_steps is not None else NO_LIMIT
     launch = build_launch(sig, args, bound, prog, fn_name, threads, steps)
+    launch.grid = grid_of(text)
     if dry_run:
         return launch
     why = why_no_gpu()

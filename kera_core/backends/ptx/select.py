@@ -1,22 +1,24 @@
 """PTX selected from the loop program (docs/targets/ptx.md).
 
 Every loop-program function becomes a PTX ``.func``; the entry is wrapped in one
-``.entry`` kernel (``kera_main``). The kernel runs as **one CTA** of ``ntid`` threads
-(256 when the program has a mapped loop, else 1), and every function is executed by all
-of them *uniformly*:
+``.entry`` kernel (``kera_main``). The kernel runs as a **grid** — as many CTAs of 256
+threads as the GPU holds at once, launched cooperatively — when the program has a mapped
+loop and no loop repeating memory effects in order without one (:func:`sequential_effects`),
+else as **one CTA** (256 threads with a mapped loop, else 1). Every function is executed by
+all threads *uniformly*:
 
 * scalar code (every :class:`~kera_core.loops.ir.Op`, every ``Load``) is replicated: each
   thread computes the same values, so conditions, trip counts and call arguments agree;
 * memory effects are made once: a ``Store``, ``Alloc``, ``Free`` or ``Print`` outside a
-  mapped loop is done by thread 0 between two ``bar.sync`` (so no thread reads a location
-  before or after it is written out of order), ``Copy`` and the zeroing of a fresh buffer
-  are strided over all threads between barriers;
+  mapped loop is done by thread 0 (of the grid) between two barriers (``bar.sync``, or the
+  grid barrier ``k_gsync``), so no thread reads a location before or after it is written out
+  of order; ``Copy`` and the zeroing of a fresh buffer are strided over all threads;
 * a loop marked ``parallel`` or ``lanes`` whose body is only arithmetic, loads, stores,
-  ``If``, ``Check``, ``Copy`` and uncounted inner loops is **mapped**: thread ``t`` runs
-  iterations ``lo + t, lo + t + ntid, …`` (inner loops sequential in the thread). A failing
-  ``Check`` in a mapped loop records ``(iteration << 8) | code`` with ``atom.shared.min``,
-  so after the loop the error of the lowest failing iteration is the one reported — the
-  reference order of semantics.md §9;
+  ``If``, ``Check``, ``Copy`` and uncounted inner loops is **mapped**: thread ``t`` of ``T``
+  runs iterations ``lo + t, lo + t + T, …`` (inner loops sequential in the thread). A failing
+  ``Check`` in a mapped loop records ``(iteration << 8) | code`` with ``atom.min`` (shared
+  memory on one CTA, a context cell on a grid), so after the loop the error of the lowest
+  failing iteration is the one reported — the reference order of semantics.md §9;
 * a function returns a status (0 or the checked error's number) first, then its results;
   a non-zero status is passed up by every caller, and the kernel writes it to the run's
   context.
@@ -30,6 +32,7 @@ for the loop program's ``fma``.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass, field
 
@@ -49,7 +52,12 @@ CTX_BASE = 5  # the arena: its first byte
 CTX_LOG = 6  # the print log: its first byte
 CTX_LOG_AT = 7  # the print log: the next byte to write (all ones: overflowed)
 CTX_LOG_END = 8  # the print log: one past its last byte
-CTX_CELLS = 9
+# a grid's cells (several CTAs: docs/targets/ptx.md, "Grid mapping")
+CTX_BAR_COUNT = 9  # CTAs arrived at the current grid barrier
+CTX_BAR_GEN = 10  # grid barriers completed
+CTX_ERRMIN = 11  # a mapped loop's first failure, (iteration << 8) | code; all ones: none
+CTX_BCAST = 12  # global thread 0's value for the grid (an allocation's address)
+CTX_CELLS = 13
 
 HEADER = 64  # bytes before each arena block: [previous top, freed]; keeps 64-byte alignment
 
@@ -197,12 +205,23 @@ class Selected:
     threads: int  # the CTA size the kernel is launched with
     loops: list[LoopInfo] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # Kera name -> PTX name
+    grid: bool = False  # launched as many CTAs as fit on the GPU at once (else one)
 
 
 class Fn:
-    """One loop-program function as a PTX ``.func``."""
+    """One loop-program function as a PTX ``.func``. ``grid``: the kernel runs as several
+    CTAs, so barriers are grid barriers and thread 0 is the grid's."""
 
-    def __init__(self, lf: ir.LFunction, prog: ir.Program, names: dict, sites: dict, loops: list):
+    def __init__(
+        self,
+        lf: ir.LFunction,
+        prog: ir.Program,
+        names: dict,
+        sites: dict,
+        loops: list,
+        grid: bool = False,
+    ):
+        self.grid = grid
         self.lf = lf
         self.prog = prog
         self.names = names
@@ -313,12 +332,23 @@ class Fn:
         self.ctx = self.reg("b64")
         self.steps_at = self.reg("b32")
         self.exit = "$L_exit"
-        self.e(f"mov.u32 {self.tid}, %tid.x;")
-        self.e(f"mov.u32 {self.ntid}, %ntid.x;")
+        local = self.reg("b32")
+        self.e(f"mov.u32 {local}, %tid.x;")
+        if self.grid:  # thread t of the grid; ntid: the grid's threads
+            self.e(f"mov.u32 {self.ntid}, %ctaid.x;")
+            self.e(f"mov.u32 {self.tid}, %ntid.x;")
+            self.e(f"mad.lo.u32 {self.tid}, {self.ntid}, {self.tid}, {local};")
+            self.e(f"mov.u32 {self.ntid}, %nctaid.x;")
+            self.e(f"mov.u32 {local}, %ntid.x;")
+            self.e(f"mul.lo.u32 {self.ntid}, {self.ntid}, {local};")
+            self.e(f"mov.u32 {local}, %tid.x;")
+        else:
+            self.e(f"mov.u32 {self.tid}, {local};")
+            self.e(f"mov.u32 {self.ntid}, %ntid.x;")
         self.e(f"setp.eq.u32 {self.t0}, {self.tid}, 0;")
         self.e(f"ld.shared.u64 {self.ctx}, [k_ctx];")
         self.e(f"mov.u32 {self.steps_at}, k_steps;")
-        self.e(f"mad.lo.u32 {self.steps_at}, {self.tid}, 8, {self.steps_at};")
+        self.e(f"mad.lo.u32 {self.steps_at}, {local}, 8, {self.steps_at};")
         self.e(f"mov.u32 {self.status}, 0;")
         for i, x in enumerate(self.params()):
             r = self.buf(x) if isinstance(x, ir.Buf) else self.var(x)
@@ -342,7 +372,19 @@ class Fn:
 
     def barrier(self) -> None:
         if not self.in_thread:
-            self.e("bar.sync 0;")
+            self.sync()
+
+    def sync(self) -> None:
+        """Every thread of the kernel waits here: ``bar.sync`` on one CTA, the grid barrier
+        (``k_gsync``) on several."""
+        text = "call.uni k_gsync;" if self.grid else "bar.sync 0;"
+        if self.lines and self.lines[-1] == "\t" + text:
+            return  # nothing happened since the last barrier (no label either: no jump in)
+        self.e(text)
+
+    def errmin(self) -> str:
+        """The address of the mapped loop's first-failure cell."""
+        return f"{self.ctx}+{8 * CTX_ERRMIN}" if self.grid else "k_errmin"
 
     def fail(self, pred: str, code: int) -> None:
         """Stop with error ``code`` where ``pred`` holds (uniform outside mapped loops)."""
@@ -355,7 +397,8 @@ class Fn:
             self.e(f"sub.s64 {k}, {it}, {lo};")
             self.e(f"shl.b64 {k}, {k}, 8;")
             self.e(f"or.b64 {k}, {k}, {code};")
-            self.e(f"atom.shared.min.u64 {old}, [k_errmin], {k};")
+            space = "global" if self.grid else "shared"
+            self.e(f"atom.{space}.min.u64 {old}, [{self.errmin()}], {k};")
             self.e(f"bra {self.thread_fail};")
             self.place(skip)
         else:
@@ -448,9 +491,12 @@ class Fn:
         p = self.reg("pred")
         if why is None and not self.in_thread:
             # mapped: thread t runs iterations lo + t, lo + t + ntid, ...
-            self.e("bar.sync 0;")
-            self.e(f"@{self.t0} st.shared.u64 [k_errmin], -1;")
-            self.e("bar.sync 0;")
+            can_fail = _has_check(s.body)
+            space = "global" if self.grid else "shared"
+            self.sync()
+            if can_fail:  # the first-failure cell: reset, and every thread sees it reset
+                self.e(f"@{self.t0} st.{space}.u64 [{self.errmin()}], -1;")
+                self.sync()
             step = self.reg("b64")
             self.e(f"cvt.u64.u32 {step}, {self.tid};")
             self.e(f"add.s64 {i}, {lo}, {step};")
@@ -465,10 +511,13 @@ class Fn:
             self.e(f"add.s64 {i}, {i}, {step};")
             self.e(f"bra {head};")
             self.place(done)
+            self.sync()
+            if not can_fail:
+                return
             err = self.reg("b64")
-            self.e("bar.sync 0;")
-            self.e(f"ld.shared.u64 {err}, [k_errmin];")
-            self.e("bar.sync 0;")
+            ld = "ld.volatile.global" if self.grid else "ld.shared"
+            self.e(f"{ld}.u64 {err}, [{self.errmin()}];")
+            self.sync()
             q = self.reg("pred")
             code = self.reg("b64")
             self.e(f"setp.ne.u64 {q}, {err}, -1;")
@@ -551,7 +600,7 @@ class Fn:
         self.e(f"add.s64 {total}, {nbytes}, {63 + HEADER};")
         self.e(f"and.b64 {total}, {total}, -64;")
         skip = self.label("alloced")
-        self.e("bar.sync 0;")
+        self.sync()
         self.e(f"@!{self.t0} bra {skip};")
         cur, top, end, new, got = (self.reg("b64") for _ in range(5))
         p, q = self.reg("pred"), self.reg("pred")
@@ -572,11 +621,13 @@ class Fn:
         self.e(f"st.u64 [{c}+{8 * CTX_CURSOR}], {new};")
         self.e(f"add.s64 {got}, {cur}, {HEADER};")
         self.place(fits)
-        self.e(f"st.shared.u64 [k_bcast], {got};")
+        bcast = f"{c}+{8 * CTX_BCAST}" if self.grid else "k_bcast"
+        space = "global" if self.grid else "shared"
+        self.e(f"st.{space}.u64 [{bcast}], {got};")
         self.place(skip)
-        self.e("bar.sync 0;")
-        self.e(f"ld.shared.u64 {ptr}, [k_bcast];")
-        self.e("bar.sync 0;")
+        self.sync()
+        self.e(f"ld.{'volatile.global' if self.grid else 'shared'}.u64 {ptr}, [{bcast}];")
+        self.sync()
         z = self.reg("pred")
         self.e(f"setp.eq.u64 {z}, {ptr}, 0;")
         self.fail(z, ERROR_NUMBERS["R0009"])
@@ -590,7 +641,7 @@ class Fn:
             self.e(f"st.u64 [{a}], 0;")
 
         self.strided(words, zero)
-        self.e("bar.sync 0;")
+        self.sync()
 
     def free(self, b: ir.Buf) -> None:
         if self.in_thread:  # pragma: no cover
@@ -600,7 +651,7 @@ class Fn:
         c = self.ctx
         h, base, end, top, flag, prev = (self.reg("b64") for _ in range(6))
         p = self.reg("pred")
-        self.e("bar.sync 0;")
+        self.sync()
         self.e(f"@!{self.t0} bra {skip};")
         self.e(f"ld.u64 {base}, [{c}+{8 * CTX_BASE}];")
         self.e(f"ld.u64 {end}, [{c}+{8 * CTX_END}];")
@@ -623,7 +674,7 @@ class Fn:
         self.e(f"st.u64 [{c}+{8 * CTX_TOP}], {prev};")
         self.e(f"bra {pop};")
         self.place(skip)
-        self.e("bar.sync 0;")
+        self.sync()
 
     def call(self, s: ir.Call) -> None:
         if self.in_thread:  # pragma: no cover
@@ -694,7 +745,7 @@ class Fn:
         at, end, need = (self.reg("b64") for _ in range(3))
         p = self.reg("pred")
         skip, over = self.label("printed"), self.label("overflow")
-        self.e("bar.sync 0;")
+        self.sync()
         self.e(f"@!{self.t0} bra {skip};")
         self.e(f"ld.u64 {at}, [{c}+{8 * CTX_LOG_AT}];")
         self.e(f"ld.u64 {end}, [{c}+{8 * CTX_LOG_END}];")
@@ -739,10 +790,10 @@ class Fn:
         self.place(over)
         self.e(f"st.u64 [{c}+{8 * CTX_LOG_AT}], -1;")
         self.place(skip)
-        self.e("bar.sync 0;")
+        self.sync()
         flag = self.reg("b64")
         self.e(f"ld.volatile.u64 {flag}, [{c}+{8 * CTX_LOG_AT}];")
-        self.e("bar.sync 0;")
+        self.sync()
         self.e(f"setp.eq.u64 {p}, {flag}, -1;")
         self.fail(p, ERROR_NUMBERS["R0009"])
 
@@ -991,6 +1042,129 @@ class Fn:
         self.norm(d, t)
 
 
+# Several CTAs (``Selected.grid``) when the program has a mapped loop and nothing repeats a
+# barrier without one: a loop of stores made by thread 0 costs a barrier per store, cheap
+# on one CTA (bar.sync) and dear across the grid. KERA_PTX_GRID=0 selects one CTA everywhere
+# (to tell a grid-barrier fault from any other on a new GPU or driver).
+GRID = os.environ.get("KERA_PTX_GRID", "1") != "0"
+
+# The grid barrier: the kernel is launched cooperatively (every CTA resident at once), so
+# thread 0 of each CTA can arrive on a counter and wait for the generation to move on (the
+# last to arrive resets the counter and moves it), fenced at GPU scope like
+# cooperative_groups' grid.sync().
+GRID_SYNC = f"""// the grid barrier
+.func k_gsync ()
+{{
+	.reg .b64 %c, %gen, %old, %last, %now;
+	.reg .b32 %t;
+	.reg .pred %p;
+	bar.sync 0;
+	mov.u32 %t, %tid.x;
+	setp.ne.u32 %p, %t, 0;
+	@%p bra $GS_done;
+	ld.shared.u64 %c, [k_ctx];
+	membar.gl;
+	ld.volatile.global.u64 %gen, [%c+{8 * CTX_BAR_GEN}];
+	mov.u32 %t, %nctaid.x;
+	cvt.u64.u32 %last, %t;
+	sub.s64 %last, %last, 1;
+	atom.global.add.u64 %old, [%c+{8 * CTX_BAR_COUNT}], 1;
+	setp.ne.u64 %p, %old, %last;
+	@%p bra $GS_wait;
+	st.volatile.global.u64 [%c+{8 * CTX_BAR_COUNT}], 0;
+	membar.gl;
+	add.s64 %gen, %gen, 1;
+	st.volatile.global.u64 [%c+{8 * CTX_BAR_GEN}], %gen;
+	bra $GS_fence;
+$GS_wait:
+	nanosleep.u32 20;
+	ld.volatile.global.u64 %now, [%c+{8 * CTX_BAR_GEN}];
+	setp.eq.u64 %p, %now, %gen;
+	@%p bra $GS_wait;
+$GS_fence:
+	membar.gl;
+$GS_done:
+	bar.sync 0;
+	ret;
+}}
+"""
+
+
+def _has_check(stmts: list) -> bool:
+    """Whether ``stmts`` can fail (a Check at any depth; mapped bodies tick no budget)."""
+    for s in stmts:
+        if isinstance(s, ir.Check):
+            return True
+        for attr in ("body", "cond", "then", "orelse"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, list) and _has_check(inner):
+                return True
+    return False
+
+
+def _mapped_in(stmts: list) -> bool:
+    """Whether ``stmts`` hold a mapped loop (at any depth)."""
+    for s in stmts:
+        if isinstance(s, ir.Loop):
+            if why_not_mapped(s) is None or _mapped_in(s.body):
+                return True
+        elif isinstance(s, ir.While):
+            if _mapped_in(s.cond) or _mapped_in(s.body):
+                return True
+        elif isinstance(s, ir.If):
+            if _mapped_in(s.then) or _mapped_in(s.orelse):
+                return True
+    return False
+
+
+def _has_mapped_loop(prog: ir.Program) -> bool:
+    return any(_mapped_in(lf.body) for lf in prog.functions.values())
+
+
+_EFFECTS = (ir.Store, ir.Alloc, ir.Free, ir.Print, ir.Copy, ir.Call)
+
+
+def sequential_effects(prog: ir.Program) -> str | None:
+    """Why the kernel keeps to one CTA (None: it may use the grid): a loop run by every
+    thread in order whose body makes memory effects (each one a barrier) but holds no
+    mapped loop to amortise them over."""
+
+    def effects(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, _EFFECTS):
+                return True
+            if isinstance(s, ir.Loop) and why_not_mapped(s) is None:
+                continue  # inside a mapped loop nothing waits
+            for attr in ("body", "cond", "then", "orelse"):
+                inner = getattr(s, attr, None)
+                if isinstance(inner, list) and effects(inner):
+                    return True
+        return False
+
+    def walk(stmts, fn: str) -> str | None:
+        for s in stmts:
+            if isinstance(s, ir.Loop) and why_not_mapped(s) is None:
+                continue
+            if isinstance(s, (ir.Loop, ir.While)):
+                body = s.body + (s.cond if isinstance(s, ir.While) else [])
+                if effects(body) and not _mapped_in(body):
+                    what = "a loop" if isinstance(s, ir.Loop) else "a while loop"
+                    return f"{what} in `{fn}` stores (or allocates, prints, calls) in order"
+            for attr in ("body", "cond", "then", "orelse"):
+                inner = getattr(s, attr, None)
+                if isinstance(inner, list):
+                    r = walk(inner, fn)
+                    if r:
+                        return r
+        return None
+
+    for lf in prog.functions.values():
+        r = walk(lf.body, lf.name)
+        if r:
+            return r
+    return None
+
+
 def ptx_name(i: int) -> str:
     return f"kfn_{i}"
 
@@ -1002,12 +1176,13 @@ def select_program(prog: ir.Program, entry: str) -> Selected:
     loops: list[LoopInfo] = []
     bodies = []
     protos = []
+    grid = GRID and sequential_effects(prog) is None and _has_mapped_loop(prog)
     for lf in prog.functions.values():
-        f = Fn(lf, prog, names, sites, loops)
+        f = Fn(lf, prog, names, sites, loops, grid)
         bodies.append(f.select())
         protos.append(f.signature() + ";")
     threads = MAX_THREADS if any(li.mapped for li in loops) else 1
-    kernel = _kernel(prog.functions[entry], prog, names, sites)
+    kernel = _kernel(prog.functions[entry], prog, names, sites, grid)
     text = "\n".join(
         [
             ".version 8.0",
@@ -1019,16 +1194,17 @@ def select_program(prog: ir.Program, entry: str) -> Selected:
             ".shared .align 8 .b64 k_bcast;  // thread 0's value for the CTA",
             ".shared .align 8 .b64 k_ctx;  // the run's context",
             "",
+            *([GRID_SYNC] if grid else []),
             *protos,
             "",
             *bodies,
             kernel,
         ]
     )
-    return Selected(text, entry, threads, loops, names)
+    return Selected(text, entry, threads, loops, names, grid)
 
 
-def _kernel(lf: ir.LFunction, prog: ir.Program, names: dict, sites: dict) -> str:
+def _kernel(lf: ir.LFunction, prog: ir.Program, names: dict, sites: dict, grid: bool) -> str:
     """``kera_main(io, ctx)``: io holds one u64 cell per dimension, flattened parameter
     (integers as their bits, floats as bits, buffers as device addresses) and result."""
     f = Fn(lf, prog, names, sites, [])
@@ -1048,6 +1224,10 @@ def _kernel(lf: ir.LFunction, prog: ir.Program, names: dict, sites: dict) -> str
     k.e(f"@{t0} st.shared.u64 [k_ctx], {ctx};")
     k.e(f"@{t0} st.shared.u64 [k_errmin], -1;")
     k.e("bar.sync 0;")
+    if grid:  # the status and results are written by the grid's thread 0
+        b = k.reg("b32")
+        k.e(f"mov.u32 {b}, %ctaid.x;")
+        k.e(f"setp.eq.and.u32 {t0}, {b}, 0, {t0};")
     regs = []
     for i, x in enumerate(params):
         cell = k.reg("b64")
