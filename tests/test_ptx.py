@@ -221,3 +221,48 @@ def test_the_grid_lowering_shapes_reach_the_kernel() -> None:
     x = np.arange(5000, dtype=np.float32)
     launch = R.run(art, 256, m, "total", {"x": x}, dry_run=True)
     assert launch.grid and launch.threads == 256
+
+
+def test_memory_spaces_are_separate_memories_on_the_gpu() -> None:
+    """`copy_to`/`move_to` between spaces copy into a buffer of the new space (the CPU
+    lowering only renames the value); a `pinned` buffer comes from the page-locked arena, a
+    `unified` parameter is placed in managed memory by the runner."""
+    from kera_core.backends.ptx import runtime as R
+    from kera_core.backends.ptx import select as S
+    from kera_core.loops import ir
+    from kera_core.loops.lower import lower_program
+    from kera_core.loops.target import CPU, GRID
+
+    m = _module((ROOT / "examples" / "transfer.kera").read_text())
+    g = m.graph
+
+    def copies(target, fn):
+        out = []
+
+        def walk(stmts):
+            for s in stmts:
+                if isinstance(s, ir.Copy):
+                    out.append((s.src.space, s.dst.space))
+                for attr in ("body", "then", "orelse", "cond"):
+                    inner = getattr(s, attr, None)
+                    if isinstance(inner, list):
+                        walk(inner)
+
+        for lf in lower_program(g, fn, target).functions.values():
+            walk(lf.body)
+        return out
+
+    assert copies(GRID, "stage") == [("host", "pinned")]
+    assert copies(GRID, "upload") == [("host", "device")]
+    assert ("device", "host") in copies(GRID, "scale_relu_roundtrip")
+    # one memory: a transfer renames the value (a copy is made only where a returned value
+    # must be a buffer of its own, as for any function), never into another space
+    for fn in ("stage", "upload", "scale_relu_roundtrip"):
+        assert all(a == b == "host" for a, b in copies(CPU, fn)), fn
+    text = P.compiled(g, "stage").selected.text
+    pinned_cursor = 8 * S.ARENA_CELLS["pinned"][0]
+    assert f"+{pinned_cursor}];" in text  # the pinned arena's cursor
+    x = np.ones(7, dtype=np.float32)
+    art = P.artifact_text(g, "total_unified")
+    launch = R.run(art, P.read(art.encode(), g)[1], m, "total_unified", {"x": x}, dry_run=True)
+    assert [space for _, _, space in launch.buffers] == ["unified"]

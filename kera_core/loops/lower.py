@@ -571,7 +571,7 @@ class _FnLowering:
             s[i] = self.share(ins[1], dying[1])
             return [tuple(self.share(x, dying[0]) if k != i else x for k, x in enumerate(s))]
         if op in ("move_to", "copy_to"):
-            return [None, self.share(ins[1], dying[1])]
+            return [None, self.transfer(n, ins[1], dying[1])]
         if op == "print":
             return [self.print(n, ins)]
         if op == "if":
@@ -583,6 +583,23 @@ class _FnLowering:
         if op == "call":
             return self.call(n, ins, dying)
         raise NotLowered(f"no lowering of `{op}`")
+
+    def transfer(self, n: Node, x, dying: bool):
+        """`move_to`/`copy_to`: on a target whose spaces are separate memories
+        (``LoweringTarget.distinct_spaces``) a tensor changing space is copied into a
+        buffer allocated in the new space (the old one is freed at its last use, as every
+        buffer is); elsewhere every space is the same memory and the value is shared."""
+        t = strip_ref(n.types[1])
+        if (
+            self.e.target.distinct_spaces
+            and isinstance(x, TVal)
+            and isinstance(t, Tensor)
+            and x.buf.space != t.space
+        ):
+            out = self.alloc(x.elem, x.shape, t.space)
+            self.e.emit(Copy(out.buf, imm("i64", 0), x.buf, x.offset, self.size(x.shape)))
+            return out
+        return self.share(x, dying)
 
     def share(self, v, dying: bool):
         """The same value under another name (a struct field, a transfer): it keeps owning its

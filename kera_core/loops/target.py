@@ -23,10 +23,16 @@ class LoweringTarget:
 
     Otherwise (a CPU: a few cores with vectors) they stream: one pass, no buffers beyond a
     few words, tiles reduced as they come (a binary counter for the tile tree).
+
+    ``distinct_spaces``: the memory spaces of docs/language.md §10 are separate memories
+    (a GPU's device memory, page-locked or managed host memory): a buffer is allocated in
+    its value's space and `move_to`/`copy_to` copy between spaces. Otherwise every space is
+    the same memory and a transfer only renames the value.
     """
 
     many_threads: bool = False
+    distinct_spaces: bool = False
 
 
 CPU = LoweringTarget()
-GRID = LoweringTarget(many_threads=True)
+GRID = LoweringTarget(many_threads=True, distinct_spaces=True)

@@ -37,6 +37,9 @@ from kera_core.loops.run import flatten_value, prepare
 from kera_core.loops.target import GRID as LOWERING
 
 DEFAULT_MEMORY = 1 << 30  # the arena: what a run may allocate
+SPACE_ARENA = 256 << 20  # the `pinned` and `unified` arenas
+# the driver API's flag values (cuda.h): cuMemHostAlloc, cuMemAllocManaged
+MEMHOSTALLOC_PORTABLE, MEMHOSTALLOC_DEVICEMAP, MEM_ATTACH_GLOBAL = 1, 2, 1
 LOG_BYTES = 64 << 20  # the print log
 NO_LIMIT = 1 << 62
 CODE_NAMES = {v: k for k, v in S.ERROR_NUMBERS.items()}
@@ -121,6 +124,10 @@ class Device:
         self.memory = memory
         self.arena = _ok(cu, cu.cuMemAlloc(memory))
         self.log = _ok(cu, cu.cuMemAlloc(LOG_BYTES))
+        # the other spaces' arenas: page-locked host memory mapped into the device, and
+        # managed memory (kept small: managed memory past what the card has free can hang it)
+        self.pinned_arena = self.alloc_in("pinned", SPACE_ARENA)
+        self.unified_arena = self.alloc_in("unified", SPACE_ARENA)
         self.cells = _ok(cu, cu.cuMemAlloc(8 * S.CTX_CELLS))
         self.modules: dict[bytes, object] = {}
         self.images: dict[bytes, bytes] = {}  # PTX key -> a cubin ptxas made ahead of time
@@ -156,15 +163,37 @@ class Device:
     def free(self, dptr) -> None:
         self.cu.cuMemFree(dptr)
 
+    def alloc_in(self, space: str, nbytes: int) -> int:
+        """``nbytes`` in memory space ``space``, as the kernel's address: device memory for
+        `device` and `host` (staged), page-locked host memory mapped into the device for
+        `pinned`, managed memory for `unified`."""
+        cu = self.cu
+        n = max(nbytes, 8)
+        if space == "pinned":
+            host = _ok(cu, cu.cuMemHostAlloc(n, MEMHOSTALLOC_PORTABLE | MEMHOSTALLOC_DEVICEMAP))
+            return int(_ok(cu, cu.cuMemHostGetDevicePointer(host, 0)))
+        if space == "unified":
+            return int(_ok(cu, cu.cuMemAllocManaged(n, MEM_ATTACH_GLOBAL)))
+        return int(self.alloc(n))
+
+    def free_in(self, space: str, addr: int) -> None:
+        cu = self.cu
+        if space == "pinned":
+            cu.cuMemFreeHost(addr)
+        else:
+            cu.cuMemFree(cu.CUdeviceptr(addr))
+
     def put(self, dptr, arr: np.ndarray) -> None:
         if arr.nbytes:
             _ok(self.cu, self.cu.cuMemcpyHtoD(dptr, np.ascontiguousarray(arr), arr.nbytes))
 
     def get_bytes(self, addr: int, nbytes: int) -> np.ndarray:
+        """``nbytes`` at ``addr`` in any space (unified addressing: cuMemcpy)."""
         out = np.zeros(max(nbytes, 1), dtype=np.uint8)
         if nbytes:
             cu = self.cu
-            _ok(cu, cu.cuMemcpyDtoH(out, cu.CUdeviceptr(int(addr)), nbytes))
+            dst = cu.CUdeviceptr(out.ctypes.data)
+            _ok(cu, cu.cuMemcpy(dst, cu.CUdeviceptr(int(addr)), nbytes))
         return out[:nbytes]
 
     def launch(self, launch: Launch, text: str) -> tuple[np.ndarray, np.ndarray, bytes]:
@@ -174,14 +203,16 @@ class Device:
         bufs = []
         try:
             cells = list(launch.cells)
-            for slot, arr in launch.buffers:
-                d = self.alloc(arr.nbytes)
-                bufs.append(d)
-                self.put(d, arr)
-                cells[slot] = int(d)
+            for slot, arr, space in launch.buffers:
+                d = self.alloc_in(space, arr.nbytes)
+                bufs.append((space, d))
+                if arr.nbytes:  # unified addressing: a copy into any space
+                    src = cu.CUdeviceptr(np.ascontiguousarray(arr).ctypes.data)
+                    _ok(cu, cu.cuMemcpy(cu.CUdeviceptr(d), src, arr.nbytes))
+                cells[slot] = d
             io = np.array(cells + [0] * launch.n_results, dtype=np.uint64)
             dio = self.alloc(io.nbytes)
-            bufs.append(dio)
+            bufs.append(("device", int(dio)))
             self.put(dio, io)
             base, log = int(self.arena), int(self.log)
             ctx = np.zeros(S.CTX_CELLS, dtype=np.uint64)
@@ -193,6 +224,9 @@ class Device:
             ctx[S.CTX_LOG_AT] = log
             ctx[S.CTX_LOG_END] = log + LOG_BYTES
             ctx[S.CTX_ERRMIN] = 2**64 - 1
+            for space, at in (("pinned", self.pinned_arena), ("unified", self.unified_arena)):
+                cur, _, end, first = S.ARENA_CELLS[space]
+                ctx[cur], ctx[end], ctx[first] = at, at + SPACE_ARENA, at
             self.put(self.cells, ctx)
             args = ((int(dio), int(self.cells)), (ctypes.c_uint64, ctypes.c_uint64))
             start, stop = self._events()
@@ -238,8 +272,8 @@ class Device:
         return self.events
 
     def release(self) -> None:
-        for d in getattr(self, "_pending", []):
-            self.free(d)
+        for space, d in getattr(self, "_pending", []):
+            self.free_in(space, d)
         self._pending = []
 
 
@@ -248,7 +282,7 @@ class Launch:
     """Everything a launch needs from the host, built without a GPU."""
 
     cells: list[int]
-    buffers: list[tuple[int, np.ndarray]]  # (io slot, the buffer's elements)
+    buffers: list[tuple[int, np.ndarray, str]]  # (io slot, the buffer's elements, space)
     n_results: int
     threads: int
     steps: int
@@ -293,7 +327,7 @@ def build_launch(sig, args, bound, prog, fn_name: str, threads: int, steps: int)
                 arr = np.ascontiguousarray(val.reshape(-1))
                 if arr.dtype.kind == "f":
                     arr = canon(arr)
-                buffers.append((len(cells), arr))
+                buffers.append((len(cells), arr, x.space))
                 cells.append(0)
             else:
                 cells.append(_cell(x.type, val))

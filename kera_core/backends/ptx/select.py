@@ -57,7 +57,19 @@ CTX_BAR_COUNT = 9  # CTAs arrived at the current grid barrier
 CTX_BAR_GEN = 10  # grid barriers completed
 CTX_ERRMIN = 11  # a mapped loop's first failure, (iteration << 8) | code; all ones: none
 CTX_BCAST = 12  # global thread 0's value for the grid (an allocation's address)
-CTX_CELLS = 13
+# the arenas of the other memory spaces, four cells each like the device arena's (cursor,
+# top, end, base): page-locked host memory mapped into the device (`pinned`), managed memory
+# (`unified`). `host` and `device` buffers share the device arena: the runner stages `host`
+# parameters and results through device memory (docs/targets/ptx.md, "Memory spaces").
+CTX_PINNED = 13
+CTX_UNIFIED = 17
+CTX_CELLS = 21
+ARENA_CELLS = {
+    "device": (CTX_CURSOR, CTX_TOP, CTX_END, CTX_BASE),
+    "host": (CTX_CURSOR, CTX_TOP, CTX_END, CTX_BASE),
+    "pinned": tuple(range(CTX_PINNED, CTX_PINNED + 4)),
+    "unified": tuple(range(CTX_UNIFIED, CTX_UNIFIED + 4)),
+}
 
 HEADER = 64  # bytes before each arena block: [previous top, freed]; keeps 64-byte alignment
 
@@ -605,9 +617,10 @@ class Fn:
         cur, top, end, new, got = (self.reg("b64") for _ in range(5))
         p, q = self.reg("pred"), self.reg("pred")
         c = self.ctx
-        self.e(f"ld.u64 {cur}, [{c}+{8 * CTX_CURSOR}];")
-        self.e(f"ld.u64 {top}, [{c}+{8 * CTX_TOP}];")
-        self.e(f"ld.u64 {end}, [{c}+{8 * CTX_END}];")
+        k_cur, k_top, k_end, _ = ARENA_CELLS[b.space]
+        self.e(f"ld.u64 {cur}, [{c}+{8 * k_cur}];")
+        self.e(f"ld.u64 {top}, [{c}+{8 * k_top}];")
+        self.e(f"ld.u64 {end}, [{c}+{8 * k_end}];")
         self.e(f"add.s64 {new}, {cur}, {total};")
         self.e(f"setp.gt.u64 {p}, {new}, {end};")
         self.e(f"setp.gt.u64 {q}, {n}, 0x10000000000;")  # 2^40 elements: past any arena
@@ -617,8 +630,8 @@ class Fn:
         self.e(f"@{p} bra {fits};")
         self.e(f"st.u64 [{cur}], {top};")
         self.e(f"st.u64 [{cur}+8], 0;")
-        self.e(f"st.u64 [{c}+{8 * CTX_TOP}], {cur};")
-        self.e(f"st.u64 [{c}+{8 * CTX_CURSOR}], {new};")
+        self.e(f"st.u64 [{c}+{8 * k_top}], {cur};")
+        self.e(f"st.u64 [{c}+{8 * k_cur}], {new};")
         self.e(f"add.s64 {got}, {cur}, {HEADER};")
         self.place(fits)
         bcast = f"{c}+{8 * CTX_BCAST}" if self.grid else "k_bcast"
@@ -651,10 +664,11 @@ class Fn:
         c = self.ctx
         h, base, end, top, flag, prev = (self.reg("b64") for _ in range(6))
         p = self.reg("pred")
+        k_cur, k_top, k_end, k_base = ARENA_CELLS[b.space]
         self.sync()
         self.e(f"@!{self.t0} bra {skip};")
-        self.e(f"ld.u64 {base}, [{c}+{8 * CTX_BASE}];")
-        self.e(f"ld.u64 {end}, [{c}+{8 * CTX_END}];")
+        self.e(f"ld.u64 {base}, [{c}+{8 * k_base}];")
+        self.e(f"ld.u64 {end}, [{c}+{8 * k_end}];")
         self.e(f"setp.lt.u64 {p}, {ptr}, {base};")  # not an arena block: nothing to do
         self.e(f"@{p} bra {skip};")
         self.e(f"setp.ge.u64 {p}, {ptr}, {end};")
@@ -663,15 +677,15 @@ class Fn:
         self.e(f"st.u64 [{h}+8], 1;")
         pop = self.label("pop")
         self.place(pop)  # release freed blocks from the top: any free order works
-        self.e(f"ld.u64 {top}, [{c}+{8 * CTX_TOP}];")
+        self.e(f"ld.u64 {top}, [{c}+{8 * k_top}];")
         self.e(f"setp.eq.u64 {p}, {top}, 0;")
         self.e(f"@{p} bra {skip};")
         self.e(f"ld.u64 {flag}, [{top}+8];")
         self.e(f"setp.eq.u64 {p}, {flag}, 0;")
         self.e(f"@{p} bra {skip};")
         self.e(f"ld.u64 {prev}, [{top}];")
-        self.e(f"st.u64 [{c}+{8 * CTX_CURSOR}], {top};")
-        self.e(f"st.u64 [{c}+{8 * CTX_TOP}], {prev};")
+        self.e(f"st.u64 [{c}+{8 * k_cur}], {top};")
+        self.e(f"st.u64 [{c}+{8 * k_top}], {prev};")
         self.e(f"bra {pop};")
         self.place(skip)
         self.sync()
