@@ -117,6 +117,8 @@ pub fn mx[N](x: &f32[N]) -> f32 { max(x) }
 pub fn mn[N](x: &f64[N]) -> f64 { min(x) }
 pub fn am[N](x: &f32[N]) -> i64 { argmax(x) }
 pub fn si[N](x: &i32[N]) -> i32 { sum(x) }
+pub fn mxi[N](x: &i32[N]) -> i32 { max(x) }
+pub fn mnu[N](x: &u8[N]) -> u8 { min(x) }
 """
 
 

@@ -19,7 +19,7 @@ from kera_core.interp import mathfns
 from kera_core.interp.fp import SCALE_GUARD
 from kera_core.interp.reduce import LANES, TILE
 from kera_core.loops.emit import Emitter, imm
-from kera_core.loops.ir import Check, If, Imm, Operand, Var, While
+from kera_core.loops.ir import BITS, Check, If, Imm, Operand, Var, While, is_signed
 
 _FMT = {
     # name: (int type of the same width, unsigned type, mantissa bits, bias, canonical NaN)
@@ -227,18 +227,29 @@ def _level_tree(e: Emitter, vals, m: Operand, combine) -> None:
         e.emit(If(e.op("lt", dist, m), then, []))
 
 
+GROUPS_AHEAD = 8  # the grid shape's lane pass: groups read ahead of their adds
+
+
 def _canonical_sum_grid(e: Emitter, n: Operand, get: Get, t: str) -> Var:
     """§7.1 for many threads: lane totals, tile totals, then the tile tree, each pass one
     ``parallel`` loop (the tree one per level) over a buffer; the same bits as the stream."""
+    return _grid_reduce(e, n, get, t, "add", fconst(t, 0.0))
+
+
+def _grid_reduce(e: Emitter, n: Operand, get: Get, t: str, op: str, start: Imm) -> Var:
+    """The grid shape of a reduction by ``op`` laid out as §7.1's sum: lane j of tile q
+    combines ``start`` with elements base + 16·g + j in order of g, then (j < rest) the
+    partial group's element (one parallel iteration per lane: a warp reads two tiles'
+    groups as two contiguous runs); one parallel iteration per tile combines its 16 lanes
+    by the lane tree; the level tree combines the tiles. With ``add`` and +0 this is the
+    canonical sum; `maximum`/`minimum` with their identity give max/min (any order is
+    exact for those). ``start`` is also the result of no elements."""
     from kera_core.loops.ir import Alloc, Free
 
-    zero = fconst(t, 0.0)
     tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
     slots = e.op("mul", tiles, imm("i64", LANES))
     lanes = e.buf(t, slots, name="lanes")
     e.emit(Alloc(lanes))
-    # lane j of tile q: +0, then elements base + 16·g + j in order of g, then (j < rest) the
-    # partial group's element
     with e.loop(imm("i64", 0), slots, mark="parallel", name="lane") as q:
         ti = e.op("div", q, imm("i64", LANES))
         j = e.op("sub", q, e.op("mul", ti, imm("i64", LANES)))
@@ -246,13 +257,23 @@ def _canonical_sum_grid(e: Emitter, n: Operand, get: Get, t: str) -> Var:
         end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
         full = e.op("div", e.op("sub", end, base), imm("i64", LANES))
         lane = e.var(t, "lane")
-        e.assign(lane, zero)
-        with e.loop(imm("i64", 0), full, name="g") as g:
+        e.assign(lane, start)
+        # GROUPS_AHEAD groups' elements are read before they are combined (in order of g,
+        # as ever): a thread keeps that many loads in flight instead of one
+        ahead = imm("i64", GROUPS_AHEAD)
+        blocks = e.op("div", full, ahead)
+        with e.loop(imm("i64", 0), blocks, name="g8") as g8:
+            first = e.op("add", base, e.op("mul", g8, imm("i64", GROUPS_AHEAD * LANES)))
+            at = e.op("add", first, j)
+            xs = [get(e.add_i(at, imm("i64", u * LANES))) for u in range(GROUPS_AHEAD)]
+            for x in xs:
+                e.op(op, lane, x, into=lane)
+        with e.loop(e.op("mul", blocks, ahead), full, name="g") as g:
             at = e.op("add", base, e.op("mul", g, imm("i64", LANES)))
-            e.op("add", lane, get(e.op("add", at, j)), into=lane)
+            e.op(op, lane, get(e.op("add", at, j)), into=lane)
         tail = e.op("add", e.op("add", base, e.op("mul", full, imm("i64", LANES))), j)
         with e.block() as one_more:
-            e.op("add", lane, get(tail), into=lane)
+            e.op(op, lane, get(tail), into=lane)
         e.emit(If(e.op("lt", tail, end), one_more, []))
         e.store(lanes, q, lane)
     totals = e.buf(t, tiles, name="tiles")
@@ -263,12 +284,12 @@ def _canonical_sum_grid(e: Emitter, n: Operand, get: Get, t: str) -> Var:
         width = LANES
         while width > 1:
             width //= 2
-            acc = [e.op("add", acc[j], acc[j + width]) for j in range(width)]
+            acc = [e.op(op, acc[j], acc[j + width]) for j in range(width)]
         e.store(totals, ti, acc[0])
     e.emit(Free(lanes))
-    _level_tree(e, totals, tiles, lambda a, b: e.op("add", a, b))
-    total = e.var(t, "sum")
-    e.assign(total, zero)
+    _level_tree(e, totals, tiles, lambda a, b: e.op(op, a, b))
+    total = e.var(t, "total")
+    e.assign(total, start)
     with e.block() as some:
         e.assign(total, e.load(totals, imm("i64", 0)))
     e.emit(If(e.op("gt", tiles, imm("i64", 0)), some, []))
@@ -391,25 +412,17 @@ def fold_extreme(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
 
 
 def _fold_extreme_grid(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
-    """fold_extreme for many threads: each tile of TILE elements folded by one iteration of
-    a parallel loop, then the tiles by the level tree."""
-    from kera_core.loops.ir import Alloc, Free
-
-    tiles = e.op("div", e.op("add", n, imm("i64", TILE - 1)), imm("i64", TILE))
-    part = e.buf(t, tiles, name="tiles")
-    e.emit(Alloc(part))
-    with e.loop(imm("i64", 0), tiles, mark="parallel", name="tile") as ti:
-        base = e.op("mul", ti, imm("i64", TILE))
-        end = e.op("minimum", e.op("add", base, imm("i64", TILE)), n)
-        acc = e.var(t, which[:3])
-        e.assign(acc, get(base))
-        with e.loop(e.op("add", base, imm("i64", 1)), end, name="k") as k:
-            e.op(which, acc, get(k), into=acc)
-        e.store(part, ti, acc)
-    _level_tree(e, part, tiles, lambda a, b: e.op(which, a, b))
-    out = e.load(part, imm("i64", 0))
-    e.emit(Free(part))
-    return out
+    """fold_extreme for many threads: the sum's grid layout (:func:`_grid_reduce`) started
+    from the identity of ``which`` (−inf for max, +inf for min; an integer type's extreme),
+    so a lane with no elements changes nothing; n >= 1, so the result is an element."""
+    if t in _FMT:
+        start = inf(t, negative=which == "maximum")
+    else:
+        bits = BITS[t]
+        signed = is_signed(t)
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        start = imm(t, lo if which == "maximum" else hi)
+    return _grid_reduce(e, n, get, t, which, start)
 
 
 def _order_key(e: Emitter, x: Operand, t: str) -> Var:
