@@ -12,6 +12,10 @@ Measures, end to end (client send -> client receive):
 * the requests added for issue 18 (highlights, type definition, call hierarchy, inlay hints
   and semantic tokens of a 60-line screen, on-type formatting, full and delta semantic
   tokens, pulled diagnostics full and unchanged, completion resolve);
+* the workspace index and refactorings (``workspace/symbol`` over the open file and the
+  indexed ``examples/`` folder, ``references``, ``codeAction`` at a cursor and on a
+  selection, ``codeAction/resolve`` of extract function and inline let — each resolve
+  re-lowers the edited text to check it);
 * the server's resident memory after opening the file.
 """
 
@@ -105,8 +109,21 @@ async def main() -> None:
     await client.start_io(sys.executable, "-m", "kera_lsp", *log, cwd=str(ROOT))
     pid = client._server.pid  # type: ignore[union-attr]
     opts = {} if args.delay is None else {"kera": {"diagnosticsDelay": args.delay}}
+    caps = T.ClientCapabilities(  # code actions resolved lazily, as VS Code and Neovim do
+        text_document=T.TextDocumentClientCapabilities(
+            code_action=T.CodeActionClientCapabilities(
+                data_support=True,
+                resolve_support=T.ClientCodeActionResolveOptions(properties=["edit"]),
+            )
+        )
+    )
+    examples = ROOT / "examples"  # indexed in the background (workspace/symbol)
     await client.initialize_async(
-        T.InitializeParams(capabilities=T.ClientCapabilities(), initialization_options=opts)
+        T.InitializeParams(
+            capabilities=caps,
+            initialization_options=opts,
+            workspace_folders=[T.WorkspaceFolder(uri=examples.as_uri(), name="examples")],
+        )
     )
     client.initialized(T.InitializedParams())
 
@@ -187,6 +204,7 @@ async def main() -> None:
         for i in picks
     ]
     extra = await newer_requests(client, text, picks, timed)
+    extra += await workspace_requests(client, text, picks, timed)
     status = Path(f"/proc/{pid}/status").read_text()
     rss = {k: int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM")}
 
@@ -343,6 +361,79 @@ async def newer_requests(client, text: str, picks: list[int], timed) -> list[tup
             [await timed(client.completion_item_resolve_async(item)) for _ in range(n)],
         )
     )
+    return rows
+
+
+async def workspace_requests(client, text: str, picks: list[int], timed) -> list[tuple[str, list]]:
+    """Latencies of the workspace index and the refactorings (issue 18, items 3 and 4)."""
+    doc = T.TextDocumentIdentifier(uri=URI)
+    rows: list[tuple[str, list]] = []
+    queries = ["norm", "splmx", "fill_uniform", "Gains", "x", "", "GOLDEN", "relu", "zzq"] * 3
+    rows.append(
+        (
+            "workspace/symbol",
+            [
+                await timed(client.workspace_symbol_async(T.WorkspaceSymbolParams(query=q)))
+                for q in queries
+            ],
+        )
+    )
+    at = [position(text, i + 1) for i in picks]
+    rows.append(
+        (
+            "references",
+            [
+                await timed(
+                    client.text_document_references_async(
+                        T.ReferenceParams(
+                            text_document=doc,
+                            position=p,
+                            context=T.ReferenceContext(include_declaration=True),
+                        )
+                    )
+                )
+                for p in at
+            ],
+        )
+    )
+
+    def action(rng: T.Range):  # without the compile actions (source.compile): not ours
+        return client.text_document_code_action_async(
+            T.CodeActionParams(
+                text_document=doc,
+                range=rng,
+                context=T.CodeActionContext(diagnostics=[], only=["quickfix", "refactor"]),
+            )
+        )
+
+    rows.append(("codeAction (cursor)", [await timed(action(T.Range(start=p, end=p))) for p in at]))
+    # `let name = init;` all over the file: extract the initializer, inline the binding
+    lets = [m for m in re.finditer(r"\blet ([a-z_][a-z0-9_]*)(?:: [^=]+)? = ([^;\n]+);", text)]
+    lets = lets[:: max(1, len(lets) // 30)][:30]
+    sel_ms, extract_ms, inline_ms = [], [], []
+    for m in lets:
+        rng = T.Range(start=position(text, m.start(2)), end=position(text, m.end(2)))
+        t = time.perf_counter()
+        acts = await action(rng)
+        sel_ms.append((time.perf_counter() - t) * 1000)
+        for a in acts or []:
+            if getattr(a, "kind", None) == "refactor.extract.function":
+                try:
+                    extract_ms.append(await timed(client.code_action_resolve_async(a)))
+                except Exception:  # refused after checking: still timed below
+                    pass
+        p = position(text, m.start(1))
+        for a in await action(T.Range(start=p, end=p)) or []:
+            if getattr(a, "kind", None) == "refactor.inline":
+                try:
+                    inline_ms.append(await timed(client.code_action_resolve_async(a)))
+                except Exception:
+                    pass
+    rows.append(("codeAction (selection)", sel_ms))
+    if extract_ms:
+        rows.append((f"resolve extract function ({len(extract_ms)})", extract_ms))
+    if inline_ms:
+        rows.append((f"resolve inline let ({len(inline_ms)})", inline_ms))
     return rows
 
 

@@ -6,7 +6,7 @@ The server holds no compiler logic. It owns
   queries), so the event loop stays free to receive messages, drop stale results and exit;
 * the latest version of each document as the client sent it, to never publish stale
   diagnostics;
-* the settings (``kera.outputDir``, ``kera.diagnosticsDelay``).
+* the settings (``kera.outputDir``, ``kera.diagnosticsDelay``, ``kera.sameBits.*``).
 
 Each feature lives in ``kera_lsp/features/<name>.py`` with one ``setup(server)``.
 """
@@ -229,6 +229,9 @@ class Worker:
 class Settings:
     output_dir: str | None = None  # kera.outputDir; relative paths are under the workspace root
     diagnostics_delay: float = 0.15  # seconds, kera.diagnosticsDelay (given in milliseconds)
+    same_bits_enabled: bool = True  # kera.sameBits.enabled: check after each save
+    same_bits_on_open: bool = False  # kera.sameBits.onOpen: and when a document is opened
+    same_bits_targets: tuple[str, ...] = ("interp", "wasm", "x86_64", "arm64")  # .targets
 
     def update(self, raw: Any) -> None:
         if not isinstance(raw, dict):
@@ -242,6 +245,15 @@ class Settings:
         delay = section.get("diagnosticsDelay")
         if isinstance(delay, int | float) and not isinstance(delay, bool) and 0 <= delay <= 10_000:
             self.diagnostics_delay = delay / 1000.0
+        same = section.get("sameBits")
+        if isinstance(same, dict):
+            if isinstance(same.get("enabled"), bool):
+                self.same_bits_enabled = same["enabled"]
+            if isinstance(same.get("onOpen"), bool):
+                self.same_bits_on_open = same["onOpen"]
+            names = same.get("targets")
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                self.same_bits_targets = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
 
 
 class KeraLanguageServer(LanguageServer):
@@ -252,6 +264,7 @@ class KeraLanguageServer(LanguageServer):
         self.versions: dict[str, int] = {}
         self.settings = Settings()
         self.publisher = None  # set by features.diagnostics
+        self.same_bits: Any = None  # set by features.same_bits
         self.late_commands: list[tuple[str, Callable]] = []  # registered after `initialize`
 
     def register_late_commands(self) -> None:

@@ -69,12 +69,26 @@ def _converter():
     return conv
 
 
+def _record_code_lens_refresh(client: LanguageClient, params: None) -> None:
+    client.code_lens_refreshes += 1  # type: ignore[attr-defined]
+
+
+def _record_registration(client: LanguageClient, params: T.RegistrationParams):
+    """`client/registerCapability` (the server's file watchers): accepted, and recorded."""
+    client.registrations.append(params)  # type: ignore[attr-defined]
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=_converter)
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
+    features[T.CLIENT_REGISTER_CAPABILITY] = _record_registration  # features/workspace.py
+    # the server asks for new code lenses when a same-bits check ends (features/same_bits.py)
+    features[T.WORKSPACE_CODE_LENS_REFRESH] = _record_code_lens_refresh
     register_lsp_features(client, features)
     client.published = []  # type: ignore[attr-defined]
+    client.registrations = []  # type: ignore[attr-defined]
+    client.code_lens_refreshes = 0  # type: ignore[attr-defined]
     return client
 
 

@@ -8,7 +8,9 @@ formatting changes the buffer, hover over a function shows its fingerprint after
 edit), and ``:KeraLower keg`` shows the function's graph in a scratch buffer. The issue asks
 for ``:KeraLower wasm`` showing WAT; ``keg`` is the only target today, so the scenario lowers
 to ``keg`` and also records which targets the server's code actions offer (``wasm`` will be
-one of them once it exists).
+one of them once it exists). After the ``:w`` the same-bits lens must say
+``same bits on interp, wasm, x86_64, arm64`` for each exported function, and its command must
+open the per-target digest table (``kera-same-bits://messy/saxpy``).
 
 A second session, without any server, checks filetype detection, the pure Lua helpers and
 tree-sitter highlighting with a parser compiled from grammar/src.
@@ -109,6 +111,8 @@ MESSY = textwrap.dedent(
     }
 
     pub fn scale[N](a: f32, x: &f32[N]) -> f32[N] { a * x }
+
+    pub fn twice[N](x: &f32[N]) -> f32[N] { scale(2.0, x) }
     """
 )
 
@@ -293,6 +297,85 @@ local ok, err = xpcall(function()
     end, 50)
     out.lens_lowering = shown
   end
+
+  -- 7b. The same-bits lens: after the :w above, the server ran every exported function on the
+  -- interpreter and the targets that run here; its lens says so, and its command (the
+  -- client-side handler) opens the per-target digest table.
+  step("same bits")
+  local same_lenses, same_lens = {}, nil
+  vim.wait(60000, function()
+    same_lenses, same_lens = {}, nil
+    local r = vim.lsp.buf_request_sync(buf, "textDocument/codeLens", {
+      textDocument = { uri = vim.uri_from_bufnr(buf) },
+    }, 10000) or {}
+    local settled = true
+    for _, reply in pairs(r) do
+      for _, lens in ipairs(reply.result or {}) do
+        local c = lens.command
+        if type(c) == "table" and c.command == "kera.showSameBits" then
+          same_lenses[c.arguments[2]] = c.title
+          if c.arguments[2] == "saxpy" then same_lens = c end
+          if not c.title:find("^same bits on") and not c.title:find("^differs") then settled = false end
+        end
+      end
+    end
+    return same_lens ~= nil and settled
+  end, 200)
+  out.same_bits_lenses = same_lenses
+  if same_lens then
+    vim.lsp.commands[same_lens.command](same_lens, { bufnr = buf, client_id = kera.get_client(buf).id })
+    local shown
+    vim.wait(60000, function()
+      for _, b in ipairs(vim.api.nvim_list_bufs()) do
+        local info = vim.b[b].kera_same_bits
+        if type(info) == "table" and info["function"] == "saxpy" and (info.verdict or info.error) then
+          shown = { name = vim.api.nvim_buf_get_name(b), lines = lines(b), verdict = info.verdict,
+                    title = info.title, error = info.error }
+          return true
+        end
+      end
+      return false
+    end, 50)
+    out.same_bits_table = shown
+  end
+  out.has_same_bits_command = vim.fn.exists(":KeraSameBits") == 2
+
+  -- 7c. Pull diagnostics: the broken file's report, then "unchanged" for its result id.
+  step("pull diagnostics")
+  local function pull(bufnr, previous)
+    local r = vim.lsp.buf_request_sync(bufnr, "textDocument/diagnostic", {
+      textDocument = { uri = vim.uri_from_bufnr(bufnr) }, previousResultId = previous,
+    }, 15000) or {}
+    for _, reply in pairs(r) do
+      if reply.err then return { error = reply.err.message or vim.inspect(reply.err) } end
+      if reply.result then return reply.result end
+    end
+    return nil
+  end
+  local first = pull(broken, nil)
+  out.pulled = first and { kind = first.kind, items = first.items and #first.items or 0,
+                           result_id = first.resultId, error = first.error } or nil
+  if first and first.resultId then
+    local again = pull(broken, first.resultId)
+    out.pulled_again = again and { kind = again.kind, result_id = again.resultId } or nil
+  end
+
+  -- 7d. Call hierarchy as a person asks for it: the cursor on `scale`, the incoming calls
+  -- (Neovim fills the quickfix list with the callers).
+  step("call hierarchy")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+  for i, l in ipairs(lines(buf)) do
+    local s = l:find("scale", 1, true)
+    if s and l:match("fn%s+scale") then vim.api.nvim_win_set_cursor(0, { i, s }) break end
+  end
+  vim.fn.setqflist({})
+  vim.lsp.buf.incoming_calls()
+  vim.wait(15000, function() return #vim.fn.getqflist() > 0 end, 50)
+  out.incoming = {}
+  for _, item in ipairs(vim.fn.getqflist()) do
+    table.insert(out.incoming, { text = item.text, lnum = item.lnum })
+  end
+  pcall(vim.cmd, "cclose")
 
   -- 8. :KeraCompile keg saxpy: the server writes the artifact under output_dir.
   step("compile")
@@ -514,6 +597,41 @@ def test_code_lenses_show_fingerprints_and_open_the_lowering(session):
         assert "scale:" in shown["lines"] and any("ret" in ln for ln in shown["lines"]), shown
     else:
         assert any("scale" in line for line in shown["lines"]), shown
+
+
+def test_same_bits_lens_after_save_opens_the_table(session):
+    _require(session, "same_bits_lenses")
+    lenses = session["same_bits_lenses"]
+    want = "same bits on interp, wasm, x86_64, arm64"
+    assert lenses == {"saxpy": want, "scale": want, "twice": want}, f"{lenses}\n" + _context(
+        session
+    )
+    shown = session.get("same_bits_table")
+    assert shown and not shown.get("error"), f"running the same-bits lens showed {shown}"
+    assert shown["name"].endswith("kera-same-bits://messy/saxpy"), shown
+    assert shown["verdict"] == "same" and shown["title"] == want, shown
+    assert shown["lines"][0].startswith("same bits of `saxpy`"), shown
+    assert f"verdict: {want}" in shown["lines"], shown
+    rows = [ln for ln in shown["lines"] if ln.split()[:1] in (["interp"], ["wasm"], ["x86_64"])]
+    assert len(rows) == 3 and len({ln.split()[1] for ln in rows}) == 1, shown
+    assert session.get("has_same_bits_command"), session
+
+
+def test_pull_diagnostics_through_the_client(session):
+    """The client pulls the broken file's diagnostics; asking again with the result id gets
+    "unchanged" (nothing re-sent)."""
+    _require(session, "pulled")
+    first = session["pulled"]
+    assert first and not first.get("error"), first
+    assert first["kind"] == "full" and first["items"] > 0 and first["result_id"], first
+    assert session.get("pulled_again") == {"kind": "unchanged", "result_id": first["result_id"]}
+
+
+def test_incoming_calls_fill_the_quickfix_list(session):
+    """`vim.lsp.buf.incoming_calls()` on `scale` lists `twice`, its caller."""
+    _require(session, "incoming")
+    texts = [item["text"] for item in session["incoming"]]
+    assert any("twice" in t for t in texts), session["incoming"]
 
 
 def test_compile_writes_the_artifact(session):

@@ -79,10 +79,21 @@ def test_vsix_contents(build):
         "kera.server.args",
         "kera.server.pythonPath",
         "kera.outputDir",
+        "kera.sameBits.enabled",
+        "kera.sameBits.onOpen",
+        "kera.sameBits.targets",
         "kera.trace.server",
     ):
         assert key in settings
     # The bundle carries the language client and talks the Kera protocol.
-    for needle in ("kera/lowering", "kera/fingerprint", "kera-lowering", "kera.compileToTarget"):
+    for needle in (
+        "kera/lowering",
+        "kera/fingerprint",
+        "kera-lowering",
+        "kera.compileToTarget",
+        "kera/sameBits",
+        "kera-same-bits",
+        "kera.showSameBits",
+    ):
         assert needle in bundle, needle
     assert 'require("vscode")' in bundle  # external, provided by VS Code

@@ -14,10 +14,12 @@ from kera_lsp.features import (
     on_type_formatting,
     progress,
     pull_diagnostics,
+    same_bits,
     semantic_tokens,
     symbols,
     sync,
     type_navigation,
+    workspace,
 )
 
 SETUPS = [
@@ -38,4 +40,6 @@ SETUPS = [
     call_hierarchy.setup,
     on_type_formatting.setup,
     progress.setup,
+    same_bits.setup,
+    workspace.setup,
 ]

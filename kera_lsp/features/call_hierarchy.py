@@ -39,8 +39,11 @@ def _target(item: T.CallHierarchyItem) -> tuple[str, str]:
 
 
 def _documents_seeing(ls: KeraLanguageServer, uri: str) -> list[str]:
-    """The open documents whose calls can name the functions of ``uri``."""
-    return [uri] if ls.kera.get(uri) is not None else []
+    """The open documents whose calls can name the functions of ``uri`` (by resolution:
+    the workspace index's ``files_seeing``, today ``uri`` alone)."""
+    index = getattr(ls, "index", None)
+    uris = index.files_seeing(uri) if index is not None else [uri]
+    return [u for u in uris if ls.kera.get(u) is not None]
 
 
 def setup(server: KeraLanguageServer) -> None:

@@ -10,6 +10,7 @@ from kera_core.ide import targets
 from kera_lsp import convert
 from kera_lsp.features.actions import SHOW_LOWERING, string_args
 from kera_lsp.features.progress import Progress
+from kera_lsp.features.same_bits import lens_rows
 from kera_lsp.server import KeraLanguageServer, RequestFailed, handler
 
 LOWERING = "kera/lowering"
@@ -83,9 +84,11 @@ def setup(server: KeraLanguageServer) -> None:
     async def code_lens(ls: KeraLanguageServer, params: T.CodeLensParams):
         uri, enc = params.text_document.uri, ls.encoding
 
+        same_bits = ls.settings.same_bits_enabled
+
         def fn(doc, a):
             idx = a.line_index
-            return [
+            lenses = [
                 T.CodeLens(
                     range=convert.range_of(idx, lens.span, enc),
                     command=T.Command(
@@ -96,8 +99,11 @@ def setup(server: KeraLanguageServer) -> None:
                 )
                 for lens in targets.code_lenses(a)
             ]
+            return lenses, lens_rows(a, enc) if same_bits else []
 
-        return await ls.query(uri, fn, default=[])
+        lenses, rows = await ls.query(uri, fn, default=([], []))
+        # the same-bits lens of each exported function (features/same_bits.py), last
+        return lenses + ls.same_bits.lenses(uri, rows)
 
     async def show_lowering(ls: KeraLanguageServer, *args):
         uri, fn_name, target = string_args(list(args), 3, SHOW_LOWERING)

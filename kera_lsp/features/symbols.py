@@ -1,4 +1,4 @@
-"""Document symbols, workspace symbols, folding ranges and selection ranges."""
+"""Document symbols, folding ranges and selection ranges (workspace symbols: workspace.py)."""
 
 from __future__ import annotations
 
@@ -42,12 +42,6 @@ def _flat(syms, uri, idx, enc, container=None) -> list[T.SymbolInformation]:
     return out
 
 
-def _matches(query: str, name: str) -> bool:
-    """Case-insensitive subsequence match, as editors' fuzzy pickers expect."""
-    it = iter(name.lower())
-    return all(ch in it for ch in query.lower())
-
-
 def setup(server: KeraLanguageServer) -> None:
     @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @handler
@@ -69,22 +63,6 @@ def setup(server: KeraLanguageServer) -> None:
             return _flat(syms, uri, idx, enc)
 
         return await ls.query(uri, fn, default=[])
-
-    @server.feature(T.WORKSPACE_SYMBOL)
-    @handler
-    async def workspace_symbol(ls: KeraLanguageServer, params: T.WorkspaceSymbolParams):
-        enc = ls.encoding
-        query = params.query or ""
-
-        def job():
-            out = []
-            for uri, doc in list(ls.kera.documents.items()):
-                a = doc.syntax_analysis()
-                syms = _flat(outline.document_symbols(a), uri, a.line_index, enc)
-                out += [s for s in syms if _matches(query, s.name)]
-            return out
-
-        return await ls.run(job)
 
     @server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
     @handler

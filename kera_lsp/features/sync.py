@@ -7,7 +7,7 @@ import asyncio
 from lsprotocol import types as T
 
 from kera_core.workspace import Change
-from kera_lsp.features import progress
+from kera_lsp.features import progress, workspace
 from kera_lsp.server import KeraLanguageServer, handler
 
 
@@ -35,6 +35,7 @@ def setup(server: KeraLanguageServer) -> None:
     @handler
     async def initialized(ls: KeraLanguageServer, params: T.InitializedParams):
         ls.register_late_commands()
+        await workspace.start(ls)
         await pull_configuration(ls)
 
     @server.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -63,6 +64,8 @@ def setup(server: KeraLanguageServer) -> None:
             progress.analysis_progress(
                 ls, td.uri, td.version, len(td.text.encode("utf-8", "replace"))
             )
+        if ls.settings.same_bits_enabled and ls.settings.same_bits_on_open:
+            ls.same_bits.schedule(td.uri)  # queued after the open on the worker
         await fut
 
     @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -70,6 +73,7 @@ def setup(server: KeraLanguageServer) -> None:
     async def did_change(ls: KeraLanguageServer, params: T.DidChangeTextDocumentParams):
         uri, version = params.text_document.uri, params.text_document.version
         ls.versions[uri] = version
+        ls.same_bits.cancel(uri)  # a running same-bits check describes an older version
         fut = ls.run(ls.kera.change, uri, version, _changes(params), ls.encoding)
         ls.publisher.schedule(uri)
         await fut
@@ -82,7 +86,11 @@ def setup(server: KeraLanguageServer) -> None:
             if doc is not None:
                 doc.mark_saved()
 
-        await ls.run(job)
+        fut = ls.run(job)
+        if ls.settings.same_bits_enabled:
+            ls.same_bits.schedule(params.text_document.uri)  # in the background
+        await fut
+        workspace.file_touched(ls, params.text_document.uri)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     @handler
@@ -90,12 +98,15 @@ def setup(server: KeraLanguageServer) -> None:
         uri = params.text_document.uri
         ls.versions.pop(uri, None)
         ls.publisher.cancel(uri)
+        ls.same_bits.cancel(uri)
         await ls.run(ls.kera.close, uri)
+        workspace.file_touched(ls, uri)
         ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(T.SHUTDOWN)
     async def shutdown(ls: KeraLanguageServer, params):
         ls.publisher.cancel_all()
+        ls.same_bits.cancel_all()
 
     @server.feature(T.EXIT)
     def exit_(ls: KeraLanguageServer, params):

@@ -6,7 +6,9 @@ import * as vscode from "vscode";
 import { registerCommands } from "./commands";
 import { LOWERING_SCHEME } from "./logic/loweringUri";
 import { LoweringProvider } from "./lowering";
-import { KeraServer, OPEN_LOWERING_COMMAND, RUN_COMPILE_COMMAND } from "./server";
+import { SAME_BITS_SCHEME, sameBitsArguments } from "./logic/sameBitsUri";
+import { openSameBits, SameBitsProvider } from "./sameBits";
+import { KeraServer, OPEN_LOWERING_COMMAND, OPEN_SAME_BITS_COMMAND, RUN_COMPILE_COMMAND } from "./server";
 import { FingerprintStatus, SHOW_FINGERPRINT_COMMAND } from "./status";
 
 let server: KeraServer | undefined;
@@ -16,6 +18,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const trace = vscode.window.createOutputChannel("Kera Trace");
   server = new KeraServer(output, trace);
   const lowering = new LoweringProvider(server);
+  const sameBits = new SameBitsProvider(server);
+  context.subscriptions.push(
+    sameBits,
+    vscode.workspace.registerTextDocumentContentProvider(SAME_BITS_SCHEME, sameBits),
+    // the same-bits lens (`kera.showSameBits`, redirected here): the per-target digest table
+    vscode.commands.registerCommand(OPEN_SAME_BITS_COMMAND, async (...args: unknown[]) => {
+      const parsed = sameBitsArguments(args);
+      if (parsed === undefined) {
+        void vscode.window.showErrorMessage("Kera: showing same bits needs [uri, function].");
+        return;
+      }
+      await openSameBits(sameBits, { uri: parsed[0], function: parsed[1] });
+    }),
+  );
   context.subscriptions.push(
     output,
     trace,

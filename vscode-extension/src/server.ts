@@ -14,6 +14,7 @@ import {
   vsdiag,
 } from "vscode-languageclient/node";
 import { describeCommand, resolveServerCommand, ServerCommand, substitute } from "./logic/serverCommand";
+import { SHOW_SAME_BITS_COMMAND } from "./logic/sameBitsUri";
 import { COMPILE_COMMAND, SHOW_LOWERING_COMMAND } from "./logic/targets";
 
 export const LANGUAGE_ID = "kera";
@@ -21,6 +22,7 @@ export const LANGUAGE_ID = "kera";
 /** Client-side commands the server's code lenses and code actions are redirected to. */
 export const OPEN_LOWERING_COMMAND = "kera.client.openLowering";
 export const RUN_COMPILE_COMMAND = "kera.client.compile";
+export const OPEN_SAME_BITS_COMMAND = "kera.client.openSameBits";
 
 function workspaceFolderPath(): string | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -44,8 +46,8 @@ function outputDirSetting(): string | undefined {
 }
 
 /**
- * Code lenses run `kera.showLowering` and code actions `kera.compileToTarget`. The first only
- * makes sense in the client (it opens a document), and the second returns a result the user
+ * Code lenses run `kera.showLowering` and `kera.showSameBits`, code actions
+ * `kera.compileToTarget`. The lens commands only make sense in the client (they open a document), and the second returns a result the user
  * should see; so both are redirected to client commands that do that, whether or not the
  * server also registers them as executable commands.
  */
@@ -58,6 +60,9 @@ function redirect(command: vscode.Command | undefined): vscode.Command | undefin
   }
   if (command.command === COMPILE_COMMAND) {
     return { ...command, command: RUN_COMPILE_COMMAND };
+  }
+  if (command.command === SHOW_SAME_BITS_COMMAND) {
+    return { ...command, command: OPEN_SAME_BITS_COMMAND };
   }
   return command;
 }

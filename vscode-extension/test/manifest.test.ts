@@ -37,13 +37,26 @@ test("every contributed command is registered by the code", () => {
 
 test("settings are documented and their defaults match the code", () => {
   const props = manifest.contributes.configuration.properties;
-  for (const key of ["kera.server.command", "kera.server.args", "kera.server.pythonPath", "kera.outputDir", "kera.trace.server"]) {
+  for (const key of [
+    "kera.server.command",
+    "kera.server.args",
+    "kera.server.pythonPath",
+    "kera.outputDir",
+    "kera.sameBits.enabled",
+    "kera.sameBits.onOpen",
+    "kera.sameBits.targets",
+    "kera.trace.server",
+  ]) {
     assert.ok(props[key], `${key} is not contributed`);
     assert.ok(typeof props[key].markdownDescription === "string" && props[key].markdownDescription.length > 20, `${key} is not documented`);
   }
   assert.equal(props["kera.server.command"].default, DEFAULT_COMMAND);
   assert.deepEqual(props["kera.server.args"].default, DEFAULT_ARGS);
   assert.deepEqual(props["kera.trace.server"].enum, ["off", "messages", "verbose"]);
+  // the server's defaults (kera_lsp/server.py Settings)
+  assert.equal(props["kera.sameBits.enabled"].default, true);
+  assert.equal(props["kera.sameBits.onOpen"].default, false);
+  assert.deepEqual(props["kera.sameBits.targets"].default, ["interp", "wasm", "x86_64", "arm64"]);
 });
 
 test("the engine and @types/vscode agree (vsce refuses otherwise)", () => {

@@ -1,9 +1,10 @@
--- The user commands (:KeraLower, :KeraCompile, :KeraFingerprint, :KeraFormat, :KeraBuildParser,
--- :KeraInfo, :KeraRestart) and the client-side handlers of the server's lens/action commands.
+-- The user commands (:KeraLower, :KeraCompile, :KeraFingerprint, :KeraSameBits, :KeraFormat,
+-- :KeraBuildParser, :KeraInfo, :KeraRestart) and the client-side handlers of the server's lens/action commands.
 local config = require("kera.config")
 local fingerprint = require("kera.fingerprint")
 local lower = require("kera.lower")
 local lsp = require("kera.lsp")
+local same_bits = require("kera.same_bits")
 local treesitter = require("kera.treesitter")
 local util = require("kera.util")
 
@@ -99,7 +100,8 @@ local function compile_command(opts)
 end
 
 --- Client-side handlers for the commands in the server's code lenses and code actions
---- (vim.lsp.commands): a lens `kera.showLowering` opens the lowering buffer, and the code
+--- (vim.lsp.commands): a lens `kera.showLowering` opens the lowering buffer, a same-bits lens
+--- `kera.showSameBits` the digest table (:KeraSameBits), and the code
 --- action `kera.compileToTarget` reports where the artifact went. Without these, Neovim would
 --- send both to the server and drop the result.
 function M.register_lsp_commands()
@@ -111,6 +113,15 @@ function M.register_lsp_commands()
       return
     end
     lower.lower(target, fn, nil, vim.uri_to_bufnr(uri))
+  end
+  vim.lsp.commands["kera.showSameBits"] = function(command)
+    local args = command.arguments or {}
+    local uri, fn = args[1], args[2]
+    if type(uri) ~= "string" or type(fn) ~= "string" then
+      config.notify("kera.showSameBits needs [uri, function]", vim.log.levels.WARN)
+      return
+    end
+    same_bits.show(fn, vim.uri_to_bufnr(uri))
   end
   vim.lsp.commands["kera.compileToTarget"] = function(command, ctx)
     local args = command.arguments or {}
@@ -154,6 +165,13 @@ function M.create()
   api.nvim_create_user_command("KeraFingerprint", function(opts)
     fingerprint.show(opts.bang)
   end, { bang = true, desc = "Kera: the fingerprint as of the last save (! lists every function)" })
+  api.nvim_create_user_command("KeraSameBits", function(opts)
+    local fn = vim.trim(opts.args)
+    same_bits.show(fn ~= "" and fn or nil)
+  end, {
+    nargs = "?",
+    desc = "Kera: the same-bits table (result digest per target) of the function under the cursor",
+  })
   api.nvim_create_user_command("KeraFormat", function(opts)
     lsp.format(0, opts.range > 0 and { opts.line1, opts.line2 } or nil)
   end, { range = true, desc = "Kera: format the buffer (or the range) with the server" })

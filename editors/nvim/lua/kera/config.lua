@@ -27,6 +27,9 @@ M.defaults = {
   -- Where "Compile to target" writes artifacts (initializationOptions.outputDir and the
   -- `kera.outputDir` setting). nil: the server's default.
   output_dir = nil,
+  -- The same-bits check (the server's `kera.sameBits` settings): nil keeps the server's
+  -- defaults, e.g. { enabled = false } or { targets = { "interp", "wasm" }, onOpen = true }.
+  same_bits = nil,
   -- Files that mark a project root (the server's workspace folder).
   root_markers = { "pyproject.toml", ".git" },
   -- Passed to the LSP client as they are.

@@ -9,13 +9,14 @@
 --   require("kera").setup({ cmd = { "/path/to/kera/.venv/bin/kera", "lsp" } })
 --
 -- See docs/editors.md in the Kera repository. Modules: config (options), lsp (client,
--- requests, formatting), lower (:KeraLower), fingerprint (:KeraFingerprint, statusline),
+-- requests, formatting), lower (:KeraLower), same_bits (:KeraSameBits), fingerprint (:KeraFingerprint, statusline),
 -- treesitter, commands, util (pure helpers).
 local commands = require("kera.commands")
 local config = require("kera.config")
 local fingerprint = require("kera.fingerprint")
 local lower = require("kera.lower")
 local lsp = require("kera.lsp")
+local same_bits = require("kera.same_bits")
 local treesitter = require("kera.treesitter")
 local util = require("kera.util")
 
@@ -33,6 +34,7 @@ M.root_dir = lsp.root_dir
 M.targets = lsp.targets
 M.format = lsp.format
 M.lower = lower.lower
+M.same_bits = same_bits.show
 M.fingerprint = fingerprint.fingerprint
 M.statusline = fingerprint.statusline
 M.build_parser = treesitter.build_parser

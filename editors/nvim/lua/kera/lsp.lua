@@ -82,6 +82,10 @@ local function client_config(bufnr)
     init_options.outputDir = dir
     settings.kera.outputDir = dir
   end
+  if type(cfg.same_bits) == "table" then
+    init_options.sameBits = vim.deepcopy(cfg.same_bits)
+    settings.kera.sameBits = vim.deepcopy(cfg.same_bits)
+  end
   local root = M.root_dir(bufnr)
   return {
     name = M.CLIENT_NAME,
