@@ -397,16 +397,24 @@ async def workspace_requests(client, text: str, picks: list[int], timed) -> list
         )
     )
 
-    def action(rng: T.Range):  # without the compile actions (source.compile): not ours
+    def action(rng: T.Range, only=("quickfix", "refactor")):
         return client.text_document_code_action_async(
             T.CodeActionParams(
                 text_document=doc,
                 range=rng,
-                context=T.CodeActionContext(diagnostics=[], only=["quickfix", "refactor"]),
+                context=T.CodeActionContext(diagnostics=[], only=list(only) if only else None),
             )
         )
 
     rows.append(("codeAction (cursor)", [await timed(action(T.Range(start=p, end=p))) for p in at]))
+    # everything an editor asks for with no filter: the "compile `f` to …" actions too (each
+    # target's cheap check, `likely_unsupported`, for the function under the cursor)
+    rows.append(
+        (
+            "codeAction (cursor, all kinds)",
+            [await timed(action(T.Range(start=p, end=p), only=None)) for p in at],
+        )
+    )
     # `let name = init;` all over the file: extract the initializer, inline the binding
     lets = [m for m in re.finditer(r"\blet ([a-z_][a-z0-9_]*)(?:: [^=]+)? = ([^;\n]+);", text)]
     lets = lets[:: max(1, len(lets) // 30)][:30]

@@ -139,3 +139,28 @@ def test_a_declared_target_is_imported_on_first_use_only(capsys, registry):
     assert "target broken skipped: cannot load it here" in err
     rc, _, err = kera_run(capsys, "--target", "broken")
     assert rc == 2 and "target `broken` cannot be loaded here" in err
+
+
+def test_the_cheap_check_agrees_with_the_full_one_on_every_example() -> None:
+    """`likely_unsupported` (lowering and selection only: what the editor's action list asks
+    on every cursor move) refuses exactly the example functions `unsupported` refuses, at a
+    fraction of the cost; in general it may miss only a late (allocation) refusal."""
+    import glob
+
+    from kera_core.analysis import analyze
+
+    checked = 0
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kera"))):
+        with open(path) as fh:
+            m = analyze(fh.read()).module
+        for f in m.graph.exported():
+            for t in targets.available():
+                cheap = getattr(t, "likely_unsupported", None)
+                if cheap is None:
+                    continue
+                assert bool(cheap(m.graph, f.name)) == bool(t.unsupported(m.graph, f.name)), (
+                    t.name,
+                    f.name,
+                )
+                checked += 1
+    assert checked >= 100

@@ -20,13 +20,16 @@ class TargetError(Exception):
 
 
 def compilable_targets(a: Analysis, fn: str) -> list[str]:
-    """Targets that can compile ``fn`` as the buffer stands (none if it has errors)."""
+    """Targets that can compile ``fn`` as the buffer stands (none if it has errors), by each
+    target's cheap check where it has one (an action list is asked for on every cursor
+    move); running the action makes the full check (:func:`_check`)."""
     if a.module is None or fn not in a.module.graph.functions:
         return []
     out = []
     for t in registry.available():
+        check = getattr(t, "likely_unsupported", t.unsupported)
         try:
-            if not t.unsupported(a.module.graph, fn):
+            if not check(a.module.graph, fn):
                 out.append(t.name)
         except Exception:  # a target's bug hides its action, nothing more
             continue

@@ -63,6 +63,10 @@ class Target(Protocol):
     # Optional: ``cannot_run_here() -> str | None``: why this machine cannot run the target
     # (no GPU, say) in one line; `kera run --target all` and `kera demo` skip it saying so.
     # Optional: ``report(graph, fn) -> str``: `kera build --target NAME --report`.
+    # Optional: ``likely_unsupported(graph, fn) -> list[str]``: a cheap ``unsupported`` for
+    # lists an editor asks for on every cursor move ("compile `f` to …" actions): the
+    # refusals it finds are ``unsupported``'s, but it may miss one found only late (a
+    # native backend's register allocation), which the full check at compile time reports.
 
 
 @dataclass(frozen=True)

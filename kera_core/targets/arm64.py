@@ -33,6 +33,9 @@ class Arm64Target:
             return ["the arm64 target compiles one function at a time (give `fn`)"]
         return A.unsupported(graph, fn)
 
+    def likely_unsupported(self, graph: Graph, fn: str) -> list[str]:
+        return A.likely_unsupported(graph, fn)
+
     def _check(self, graph: Graph, fn: str | None) -> str:
         why = self.unsupported(graph, fn)
         if why:

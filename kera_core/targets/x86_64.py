@@ -34,6 +34,9 @@ class X86Target:
             return ["the x86_64 target compiles one function at a time (give `fn`)"]
         return X.unsupported(graph, fn)
 
+    def likely_unsupported(self, graph: Graph, fn: str) -> list[str]:
+        return X.likely_unsupported(graph, fn)
+
     def _check(self, graph: Graph, fn: str | None) -> str:
         why = self.unsupported(graph, fn)
         if why:

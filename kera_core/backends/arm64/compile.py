@@ -61,6 +61,21 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
     return []
 
 
+def likely_unsupported(graph: Graph, fn: str) -> list[str]:
+    """`unsupported` without register allocation and encoding (see the x86-64 backend's)."""
+    if fn not in graph.functions:
+        return [f"no function `{fn}`"]
+    if (fn, graph.functions[fn].hash) in _CACHE:
+        return []
+    try:
+        prog = program_of(graph, fn)
+        for lf in prog.functions.values():
+            Selector(lf, prog).select()
+    except (NotLowered, NotSelected, VCodeError) as e:
+        return [str(e)]
+    return []
+
+
 _CACHE: OrderedDict[tuple[str, bytes], Compiled] = OrderedDict()
 CACHE_SIZE = 64
 

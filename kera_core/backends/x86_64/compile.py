@@ -102,6 +102,24 @@ def unsupported(graph: Graph, fn: str) -> list[str]:
     return []
 
 
+def likely_unsupported(graph: Graph, fn: str) -> list[str]:
+    """`unsupported` without register allocation and encoding (about a tenth of the cost):
+    lowering and instruction selection refuse what the backend cannot select; a refused
+    allocation (rare) shows only in the full check. A compiled function answers from the
+    cache."""
+    if fn not in graph.functions:
+        return [f"no function `{fn}`"]
+    if (fn, graph.functions[fn].hash, Isa()) in _CACHE:
+        return []
+    try:
+        prog = program_of(graph, fn)
+        for lf in prog.functions.values():
+            Selector(lf, prog, Isa()).select()
+    except (NotLowered, NotSelected, VCodeError) as e:
+        return [str(e)]
+    return []
+
+
 _CACHE: OrderedDict[tuple[str, bytes, Isa], Compiled] = OrderedDict()
 CACHE_SIZE = 64
 
