@@ -284,34 +284,63 @@ def _nonempty(x, node: Node, what: str):
         raise InterpError("R0004", f"`{what}` of an empty tensor", node.hash)
 
 
+def _along(node: Node, x, what: str, checked: bool, eps=None):
+    """``what(x, …, axis)`` (docs/semantics.md §7.6): an empty axis is R0004 for the checked
+    operations, whatever the other dimensions."""
+    axis = node.attr("axis")
+    x = np.asarray(x)
+    if checked and x.shape[axis] == 0:
+        raise InterpError("R0004", f"`{what}` along an empty axis", node.hash)
+    return reduce.along(what, x, axis, eps)
+
+
 @handles("sum")
 def _sum(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "sum", False)
     return reduce.total(x)
 
 
 @handles("mean")
 def _mean(node: Node, ctx, x):
-    if np.asarray(x).dtype.kind != "f":
+    integer = np.asarray(x).dtype.kind != "f"
+    if node.attr("axis") is not None:
+        return _along(node, x, "mean", integer)
+    if integer:
         _nonempty(x, node, "mean")
     return reduce.mean(x)
 
 
 @handles("max")
 def _max(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "max", True)
     _nonempty(x, node, "max")
     return reduce.reduce_max(x)
 
 
 @handles("min")
 def _min(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "min", True)
     _nonempty(x, node, "min")
     return reduce.reduce_min(x)
 
 
 @handles("argmax")
 def _argmax(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "argmax", True)
     _nonempty(x, node, "argmax")
     return reduce.argmax(x)
+
+
+@handles("argmin")
+def _argmin(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "argmin", True)
+    _nonempty(x, node, "argmin")
+    return reduce.argmin(x)
 
 
 @handles("dot")
@@ -334,12 +363,16 @@ def _matmul(node: Node, ctx, a, b):
 
 @handles("softmax")
 def _softmax(node: Node, ctx, x):
+    if node.attr("axis") is not None:
+        return _along(node, x, "softmax", True)
     _nonempty(x, node, "softmax")
     return reduce.softmax(x)
 
 
 @handles("layernorm")
 def _layernorm(node: Node, ctx, x, eps):
+    if node.attr("axis") is not None:
+        return _along(node, x, "layernorm", False, eps)
     return reduce.layernorm(x, eps)
 
 

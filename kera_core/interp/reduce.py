@@ -221,6 +221,160 @@ def argmax(x):
     return np.int64(np.argmax(x))
 
 
+def argmin(x):
+    """Lowest index of the smallest element; NaN counts as smaller than every number, so the
+    first NaN wins and ``x[argmin(x)]`` is ``min(x)``."""
+    x = np.asarray(x).reshape(-1)
+    if x.dtype.kind == "f":
+        return np.int64(np.argmin(_min_key(x)))
+    return np.int64(np.argmin(x))
+
+
+def _min_key(x):
+    """The key of argmin's order NaN < -inf < … < -0 < +0 < … < +inf."""
+    return np.where(np.isnan(x), 0, _order_key(x))
+
+
+# --- along one axis (docs/semantics.md §7.6) ----------------------------------------------------
+#
+# Each result element is the rank-1 operation over the elements along the axis, in increasing
+# index order. The functions below compute all of them at once, vectorised over the other axes,
+# with exactly the rank-1 functions' operations (tests/test_axis_reductions.py compares every
+# slice with the rank-1 function bit for bit).
+
+
+def rows_of(x, axis: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``x`` as a 2-D array with one row per position of the other axes (in row-major order
+    of those axes) and the axis along each row; and the shape of those other axes."""
+    x = np.asarray(x)
+    moved = np.moveaxis(x, axis, -1)
+    rest = moved.shape[:-1]
+    count = 1
+    for d in rest:
+        count *= d
+    return np.ascontiguousarray(moved).reshape(count, x.shape[axis]), rest
+
+
+def _back(rows: np.ndarray, x, axis: int) -> np.ndarray:
+    """Rows of a shape-keeping operation put back in ``x``'s layout."""
+    x = np.asarray(x)
+    moved = np.moveaxis(x, axis, -1).shape
+    return np.ascontiguousarray(np.moveaxis(rows.reshape(moved), -1, axis))
+
+
+def canonical_sum_rows(r: np.ndarray) -> np.ndarray:
+    """The canonical sum of every row of the 2-D float array ``r`` (§7.1 per row)."""
+    rows, n = r.shape
+    dt = r.dtype
+    nt = -(-n // TILE)
+    if nt == 0:
+        return np.zeros(rows, dtype=dt)
+    if n != nt * TILE:
+        rp = np.zeros((rows, nt * TILE), dtype=dt)  # +0.0 padding, as in tile_sums
+        rp[:, :n] = r
+        r = rp
+    blocks = r.reshape(rows, nt, STEPS, LANES)
+    acc = np.zeros((rows, nt, LANES), dtype=dt)
+    with np.errstate(all="ignore"):
+        for s in range(STEPS):
+            np.add(acc, blocks[:, :, s, :], out=acc)
+        return canon(_tree_rows(lane_tree(acc), 0, nt))
+
+
+def _tree_rows(p: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``_tree`` over the last axis of ``p`` (tile totals of each row)."""
+    if hi - lo == 1:
+        return p[:, lo]
+    mid = _split(lo, hi)
+    v = p[:, lo:mid]
+    while v.shape[1] > 1:
+        v = v[:, 0::2] + v[:, 1::2]
+    return v[:, 0] + _tree_rows(p, mid, hi)
+
+
+def _total_rows(r: np.ndarray) -> np.ndarray:
+    if r.dtype.kind == "f":
+        return canonical_sum_rows(r)
+    return np.add.reduce(r, axis=1, dtype=r.dtype)
+
+
+def _mean_rows(r: np.ndarray) -> np.ndarray:
+    n = r.shape[1]
+    s = _total_rows(r)
+    if r.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return canon(s / int_to_float(np.int64(n), fmt_of(r))[()])
+    if n == 0:
+        raise ZeroDivisionError
+    q = [abs(int(v)) // n * (1 if int(v) >= 0 else -1) for v in s]
+    return np.array(q, dtype=r.dtype).reshape(s.shape)
+
+
+def _pick(r: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return r[np.arange(r.shape[0]), idx]
+
+
+def _extreme_rows(r: np.ndarray, which: str) -> np.ndarray:
+    if r.dtype.kind != "f":
+        return r.max(axis=1) if which == "max" else r.min(axis=1)
+    if which == "max":
+        return canon(_pick(r, np.argmax(_order_key(r), axis=1)))
+    return canon(_pick(r, np.argmin(_min_key(r), axis=1)))
+
+
+def _arg_rows(r: np.ndarray, which: str) -> np.ndarray:
+    if r.dtype.kind == "f":
+        key = _order_key(r) if which == "argmax" else _min_key(r)
+    else:
+        key = r
+    idx = np.argmax(key, axis=1) if which == "argmax" else np.argmin(key, axis=1)
+    return idx.astype(np.int64)
+
+
+def _softmax_rows(r: np.ndarray) -> np.ndarray:
+    from kera_core.interp.mathfns import exp
+
+    m = _extreme_rows(r, "max")
+    with np.errstate(all="ignore"):
+        e = exp(r - m[:, None])
+        return canon(e / canonical_sum_rows(e)[:, None])
+
+
+def _layernorm_rows(r: np.ndarray, eps) -> np.ndarray:
+    mu = _mean_rows(r)
+    with np.errstate(all="ignore"):
+        d = r - mu[:, None]
+        v = _mean_rows(d * d)
+        return canon(d / np.sqrt(v + eps)[:, None])
+
+
+def along(op: str, x, axis: int, eps=None) -> np.ndarray:
+    """``op(x, …, axis)``: ``sum mean max min argmax argmin`` (the axis removed) or
+    ``softmax layernorm`` (the shape kept). The caller checks an empty axis (R0004)."""
+    x = np.asarray(x)
+    r, rest = rows_of(x, axis)
+    if op == "softmax":
+        if r.shape[0] == 0:
+            return x.copy()
+        return _back(_softmax_rows(r), x, axis)
+    if op == "layernorm":
+        if r.shape[0] == 0:
+            return x.copy()
+        return _back(_layernorm_rows(r, eps), x, axis)
+    if r.shape[0] == 0:
+        dt = np.int64 if op in ("argmax", "argmin") else x.dtype
+        return np.zeros(rest, dtype=dt)
+    if op == "sum":
+        out = _total_rows(r)
+    elif op == "mean":
+        out = _mean_rows(r)
+    elif op in ("max", "min"):
+        out = _extreme_rows(r, op)
+    else:
+        out = _arg_rows(r, op)
+    return np.asarray(out).reshape(rest)
+
+
 def dot(x, y):
     """Products rounded once each, then the canonical sum (no fma)."""
     x, y = np.asarray(x), np.asarray(y)
@@ -284,8 +438,11 @@ __all__ = [
     "LANES",
     "STEPS",
     "TILE",
+    "along",
     "argmax",
+    "argmin",
     "canonical_sum",
+    "canonical_sum_rows",
     "conv1d",
     "dot",
     "lane_tree",
@@ -298,6 +455,7 @@ __all__ = [
     "node_sum",
     "reduce_max",
     "reduce_min",
+    "rows_of",
     "softmax",
     "tile_sums",
     "total",

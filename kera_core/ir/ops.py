@@ -331,6 +331,26 @@ def _array(inputs, attrs):
     raise TypeRuleError(f"array elements must be numbers or host tensors, found `{e}`", "K0301")
 
 
+def reduced_axis(t: Tensor, attrs: dict) -> int | None:
+    """The ``axis`` attribute of a reduction or composite (None: the whole tensor), checked
+    against the operand's rank."""
+    axis = attrs.get("axis")
+    if axis is None:
+        return None
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < t.rank:
+        raise TypeRuleError(f"axis {axis} is out of range for `{t}` (rank {t.rank})", "K0316")
+    return axis
+
+
+def _reduced(elem: Prim, t: Tensor, attrs: dict) -> Type:
+    """The result of reducing ``t`` to ``elem``s: a scalar, or ``t`` without the axis."""
+    axis = reduced_axis(t, attrs)
+    if axis is None:
+        return elem
+    shape = t.shape[:axis] + t.shape[axis + 1 :]
+    return Tensor(elem, shape, t.space) if shape else elem
+
+
 for _name, _doc in [
     ("sum", "sum of all elements in the canonical reduction order (docs/semantics.md)"),
     ("max", "largest element; NaN if any element is NaN"),
@@ -338,18 +358,24 @@ for _name, _doc in [
     ("mean", "sum / count, each step rounded once"),
 ]:
 
-    @op(_name, 1, _doc)
+    @op(_name, 1, _doc + "; attr `axis`: along that axis only (the axis is removed)")
     def _reduce(inputs, attrs):
         t = _tensor_arg(inputs[0], "a reduction")
         if not t.elem.is_float and not t.elem.is_int:
             raise TypeRuleError(f"cannot reduce `{t}`", "K0308")
-        return (t.elem,)
+        return (_reduced(t.elem, t, attrs),)
 
 
-@op("argmax", 1, "index of the largest element; ties break to the lowest index")
+@op("argmax", 1, "index of the largest element; ties break to the lowest index; attr `axis`")
 def _argmax(inputs, attrs):
-    _tensor_arg(inputs[0], "argmax")
-    return (I64,)
+    t = _tensor_arg(inputs[0], "argmax")
+    return (_reduced(I64, t, attrs),)
+
+
+@op("argmin", 1, "index of the smallest element; ties break to the lowest index; attr `axis`")
+def _argmin(inputs, attrs):
+    t = _tensor_arg(inputs[0], "argmin")
+    return (_reduced(I64, t, attrs),)
 
 
 @op("dot", 2, "sum of elementwise products of two equal-shape vectors, canonical order")
@@ -386,19 +412,25 @@ def _matmul(inputs, attrs):
     return (Tensor(a.elem, a.shape[:-1] + b.shape[1:], a.space),)
 
 
-@op("softmax", 1, "exp(x - max(x)) / sum(exp(x - max(x))) over a vector")
+@op(
+    "softmax",
+    1,
+    "exp(x - max(x)) / sum(exp(x - max(x))) over a vector; attr `axis`: along that axis",
+)
 def _softmax(inputs, attrs):
     t = _tensor_arg(inputs[0], "softmax")
     if not t.elem.is_float:
         raise TypeRuleError(f"softmax expects floats, found `{t}`", "K0308")
+    reduced_axis(t, attrs)
     return (t,)
 
 
-@op("layernorm", 2, "(x - mean) / sqrt(var + eps) over a vector")
+@op("layernorm", 2, "(x - mean) / sqrt(var + eps) over a vector; attr `axis`: along that axis")
 def _layernorm(inputs, attrs):
     t = _tensor_arg(inputs[0], "layernorm")
     if not t.elem.is_float or value_type(inputs[1]) != t.elem:
         raise TypeRuleError(f"layernorm expects a float vector and an `{t.elem}` eps", "K0301")
+    reduced_axis(t, attrs)
     return (t,)
 
 

@@ -435,17 +435,29 @@ def _order_key(e: Emitter, x: Operand, t: str) -> Var:
     return e.op("select", e.op("ne", x, x), imm(ut, -1), key)
 
 
-def argmax(e: Emitter, n: Operand, get: Get, t: str) -> Var:
+def _min_key(e: Emitter, x: Operand, t: str) -> Var:
+    """The key of argmin's order (NaN < -inf < … < -0 < +0 < … < +inf): §7.5's key with
+    NaN moved to 0 (no number's key is 0: -inf's is the smallest, 0x007F…F)."""
+    ut = _FMT[t][1]
+    return e.op("select", e.op("ne", x, x), imm(ut, 0), _order_key(e, x, t))
+
+
+def argmax(e: Emitter, n: Operand, get: Get, t: str, which: str = "argmax") -> Var:
+    """argmax (or ``which="argmin"``) of n >= 1 elements: the lowest index of the best key."""
     best = e.var("i64", "arg")
     e.assign(best, imm("i64", 0))
     first = get(imm("i64", 0))
-    key_of = (lambda v: _order_key(e, v, t)) if t in _FMT else (lambda v: v)
+    if t in _FMT:
+        key_fn = _order_key if which == "argmax" else _min_key
+        key_of = lambda v: key_fn(e, v, t)  # noqa: E731
+    else:
+        key_of = lambda v: v  # noqa: E731
     kt = _FMT[t][1] if t in _FMT else t
     best_key = e.var(kt, "key")
     e.assign(best_key, key_of(first))
     with e.loop(imm("i64", 1), n, name="k") as k:
         kx = key_of(get(k))
-        better = e.op("gt", kx, best_key)
+        better = e.op("gt" if which == "argmax" else "lt", kx, best_key)
         e.op("select", better, k, best, into=best)
         e.op("select", better, kx, best_key, into=best_key)
     return best

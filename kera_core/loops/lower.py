@@ -223,6 +223,7 @@ _READS_LAZILY = (
         "max",
         "min",
         "argmax",
+        "argmin",
     }
 )
 
@@ -549,7 +550,9 @@ class _FnLowering:
             return [out]
         if op == "array":
             return [self.array(n, ins)]
-        if op in ("sum", "mean", "max", "min", "argmax"):
+        if op in ("sum", "mean", "max", "min", "argmax", "argmin"):
+            if n.attr("axis") is not None:
+                return [self.reduction_along(n, ins[0])]
             return [self.reduction(n, ins[0])]
         if op == "dot":
             return [self.dot(n, ins[0], ins[1])]
@@ -558,8 +561,12 @@ class _FnLowering:
         if op == "conv1d":
             return [self.conv1d(n, ins[0], ins[1])]
         if op == "softmax":
+            if n.attr("axis") is not None:
+                return [self.composite_along(n, ins[0])]
             return [self.softmax(n, ins[0])]
         if op == "layernorm":
+            if n.attr("axis") is not None:
+                return [self.composite_along(n, ins[0], ins[1])]
             return [self.layernorm(n, ins[0], ins[1])]
         if op == "struct":
             return [tuple(self.share(x, d) for x, d in zip(ins, dying, strict=True))]
@@ -786,9 +793,81 @@ class _FnLowering:
         if op == "mean":
             return C.mean(e, count, get, x.elem, n.hash)
         C.nonempty(e, count, op, n.hash)
-        if op == "argmax":
-            return C.argmax(e, count, get, x.elem)
+        if op in ("argmax", "argmin"):
+            return C.argmax(e, count, get, x.elem, op)
         return C.fold_extreme(e, count, get, x.elem, "maximum" if op == "max" else "minimum")
+
+    # --- along one axis (docs/semantics.md §7.6) -------------------------------------------
+    def axis_layout(self, x, axis: int) -> tuple[Operand, Operand, Operand]:
+        """(outer, n, inner): the sizes of the axes before ``axis``, of ``axis``, after it."""
+        e = self.e
+        return e.product(x.shape[:axis]), x.shape[axis], e.product(x.shape[axis + 1 :])
+
+    def rows(self, outer: Operand, n: Operand, inner: Operand):
+        """``with self.rows(…) as (o, base):`` one ``parallel`` iteration per position ``o``
+        of the other axes (row-major: ``o = p·inner + q``), whose elements along the axis are
+        at ``base + k·inner`` (``base = p·n·inner + q``) for k = 0 … n−1."""
+        return _Rows(self, outer, n, inner)
+
+    def reduction_along(self, n: Node, x) -> TVal:
+        """``sum mean max min argmax argmin`` along ``axis``: per output element, the rank-1
+        composite over the elements along the axis (get(k) reads base + k·inner)."""
+        e = self.e
+        op = n.op
+        t = n.types[0]
+        outer, count, inner = self.axis_layout(x, n.attr("axis"))
+        checked = op != "sum" and not (op == "mean" and x.elem in ("f32", "f64"))
+        if checked:  # before any output element: an empty axis fails whatever the others
+            C.nonempty(e, count, op, n.hash)
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        with self.rows(outer, count, inner) as (o, base):
+            get = self.strided(x, base, inner)
+            if op == "sum":
+                r = C.total(e, count, get, x.elem)
+            elif op == "mean":
+                r = e.op("div", C.total(e, count, get, x.elem), e.op("convert", count, to=x.elem))
+            elif op in ("argmax", "argmin"):
+                r = C.argmax(e, count, get, x.elem, op)
+            else:
+                r = C.fold_extreme(e, count, get, x.elem, "maximum" if op == "max" else "minimum")
+            e.store(out.buf, o, r)
+        return out
+
+    def strided(self, x, base: Operand, stride: Operand):
+        e = self.e
+        return lambda k: self.element(x, e.add_i(base, e.mul_i(k, stride)))
+
+    def composite_along(self, n: Node, x: TVal, eps: Operand | None = None) -> TVal:
+        """``softmax``/``layernorm`` along ``axis``: §8.3/§8.4 per row of the other axes,
+        the same steps as the rank-1 lowering; softmax keeps its ``exp`` values in the
+        output (the rank-1 form's temporary), then divides them in place."""
+        e = self.e
+        t = n.types[0]
+        outer, count, inner = self.axis_layout(x, n.attr("axis"))
+        if n.op == "softmax":
+            C.nonempty(e, count, "softmax", n.hash)
+        out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        with self.rows(outer, count, inner) as (_, base):
+            get = self.strided(x, base, inner)
+
+            def at(k: Operand) -> Operand:
+                return e.add_i(base, e.mul_i(k, inner))
+
+            if n.op == "softmax":
+                m = C.fold_extreme(e, count, get, x.elem, "maximum")
+                with e.loop(imm("i64", 0), count, mark="lanes") as k:
+                    e.store(out.buf, at(k), C.exp(e, e.op("sub", get(k), m), x.elem))
+                s = C.canonical_sum(e, count, lambda k: e.load(out.buf, at(k)), x.elem)
+                with e.loop(imm("i64", 0), count, mark="lanes") as k:
+                    e.store(out.buf, at(k), e.op("div", e.load(out.buf, at(k)), s))
+            else:
+                assert eps is not None
+                mu = C.mean(e, count, get, x.elem, n.hash)
+                v = C.mean(e, count, lambda k: _sq(e, e.op("sub", get(k), mu)), x.elem, n.hash)
+                den = e.op("sqrt", e.op("add", v, eps))
+                with e.loop(imm("i64", 0), count, mark="lanes") as k:
+                    e.store(out.buf, at(k), e.op("div", e.op("sub", get(k), mu), den))
+        return out
 
     def same_shape(self, n: Node, a: TVal, b: TVal, what: str) -> None:
         e = self.e
@@ -1299,6 +1378,30 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "maximum",
     "param",
 }
+
+
+class _Rows:
+    """The loop of :meth:`_FnLowering.rows`."""
+
+    def __init__(self, owner: _FnLowering, outer: Operand, n: Operand, inner: Operand) -> None:
+        self.e = owner.e
+        self.outer, self.n, self.inner = outer, n, inner
+
+    def __enter__(self):
+        e = self.e
+        self.cm = e.loop(imm("i64", 0), e.mul_i(self.outer, self.inner), "parallel", "row")
+        o = self.cm.__enter__()
+        if isinstance(self.inner, Imm) and self.inner.bits == 1:
+            base = e.mul_i(o, self.n)  # along the last axis: rows are contiguous
+        else:
+            # inner > 0 here: the loop runs only when outer·inner > 0
+            p = e.op("div", o, self.inner)
+            q = e.op("sub", o, e.op("mul", p, self.inner))
+            base = e.add_i(e.mul_i(p, e.mul_i(self.n, self.inner)), q)
+        return o, base
+
+    def __exit__(self, *exc):
+        return self.cm.__exit__(*exc)
 
 
 def reads_before_updates(nodes: list[Node]) -> list[Node]:

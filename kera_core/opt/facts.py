@@ -55,7 +55,7 @@ NEVER_FAIL = frozenset(
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})
-_EMPTY_CHECKED = frozenset({"max", "min", "argmax", "softmax"})
+_EMPTY_CHECKED = frozenset({"max", "min", "argmax", "argmin", "softmax"})
 _SMALL = 1 << 40  # bounds further out than this are not tracked (no wrap-around reasoning)
 
 

@@ -490,9 +490,11 @@ class FnLowering(ControlFlow, Calls, Exits):
                     if not isinstance(r, Tensor) or all(isinstance(d, int) for d in r.shape)
                     else None
                 )
-            kind = BUILTINS.get(name, (0, ""))[1]
+            arity, kind = BUILTINS.get(name, (0, ""))
+            if len(e.args) > arity:
+                return None  # along an axis: a tensor whose shape is not worth peeking at
             arg = self.peek_type(e.args[0]) if e.args else None
-            if name == "argmax":
+            if name in ("argmax", "argmin"):
                 return I64
             if kind in ("reduce", "pair") and name != "matmul" and name != "conv1d":
                 return elem_of(arg) if arg is not None else None

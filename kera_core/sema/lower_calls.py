@@ -6,6 +6,7 @@ from kera_core.diagnostics import Edit, Fix, Related
 from kera_core.ir import ops
 from kera_core.ir.node import Node
 from kera_core.ir.types import (
+    I64,
     SPACES,
     TOKEN,
     Prim,
@@ -31,7 +32,7 @@ BUILTINS: dict[str, tuple[int, str]] = {
     **{n: (1, "unary") for n in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "softmax")},
     **{n: (2, "elementwise") for n in ("minimum", "maximum")},
     "fma": (3, "elementwise"),
-    **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax")},
+    **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax", "argmin")},
     **{n: (2, "pair") for n in ("dot", "matmul", "conv1d")},
     "layernorm": (2, "layernorm"),
     "zeros": (0, "fill"),
@@ -40,6 +41,8 @@ BUILTINS: dict[str, tuple[int, str]] = {
     "copy_to": (2, "transfer"),
     "print": (1, "print"),
 }
+# builtins that take one more, optional argument: the axis to work along (a constant)
+AXIS_BUILTINS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "softmax", "layernorm"})
 
 
 class Calls:
@@ -286,13 +289,18 @@ class Calls:
     def builtin_call(self, e: ast.CallExpr, name: str, expected):
         arity, kind = BUILTINS[name]
         args = e.args
-        if len(args) != arity:
+        with_axis = name in AXIS_BUILTINS and len(args) == arity + 1
+        if len(args) != arity and not with_axis:
+            takes = f"{arity} or {arity + 1}" if name in AXIS_BUILTINS else f"{arity}"
             return self.err(
-                "K0303", e.span, f"`{name}` takes {arity} argument(s) but {len(args)} were given"
+                "K0303", e.span, f"`{name}` takes {takes} argument(s) but {len(args)} were given"
             )
         if kind in ("unary", "reduce"):
-            v = self.expr(args[0], expected if kind == "unary" else None)
-            return self.op(name, [v], e.span)
+            v = self.expr(args[0], expected if kind == "unary" and not with_axis else None)
+            attrs = self.axis_attr(name, args[-1], v) if with_axis else {}
+            if attrs is None:
+                return ERR_VAL
+            return self.op(name, [v], e.span, attrs)
         if kind == "elementwise":
             vals = self._literal_aware(args, expected)
             return self.op(name, vals, e.span)
@@ -302,7 +310,10 @@ class Calls:
         if kind == "layernorm":
             x = self.expr(args[0], None)
             eps = self.expr(args[1], elem_of(x.type) if not x.is_err else None)
-            return self.op(name, [x, eps], e.span)
+            attrs = self.axis_attr(name, args[2], x) if with_axis else {}
+            if attrs is None:
+                return ERR_VAL
+            return self.op(name, [x, eps], e.span, attrs)
         if kind == "fill":
             t = strip_ref(expected) if expected is not None else None
             if not isinstance(t, Tensor):
@@ -344,6 +355,44 @@ class Calls:
             return ERR_VAL if node is None else Val(None, UNIT)
         raise AssertionError(kind)  # pragma: no cover
 
+    def axis_attr(self, name: str, arg: ast.Expr, x: Val) -> dict | None:
+        """The attributes for ``name(x, …, axis)``: ``{"axis": a}`` with the axis counted from
+        0 (a negative one counts from the end), ``{}`` for a vector (along its only axis is
+        the whole-tensor form, one graph for both), None after a diagnostic."""
+        a = self.expr(arg, I64)
+        if a.is_err:
+            return None
+        t = strip_ref(a.type)
+        value = _const_int(self.nodes, a.value) if isinstance(t, Prim) and t.is_int else None
+        if value is None:
+            what = (
+                "a value known only at run time"
+                if isinstance(t, Prim) and t.is_int
+                else self.show(a.type)
+            )
+            self.err(
+                "K0316",
+                arg.span,
+                f"the axis of `{name}` must be an integer constant (a literal or a `const`), "
+                f"found {what}",
+            )
+            return None
+        xt = strip_ref(x.type) if not x.is_err else None
+        if not isinstance(xt, Tensor):
+            return {}  # the operation's own type rule reports a non-tensor operand
+        rank = xt.rank
+        if not -rank <= value < rank:
+            self.err(
+                "K0316",
+                arg.span,
+                f"axis {value} is out of range for {self.show(xt)}: it has rank {rank} "
+                f"(axes 0 to {rank - 1}, or -{rank} to -1 from the end)",
+            )
+            return None
+        if rank == 1:
+            return {}
+        return {"axis": value % rank}
+
     def _literal_aware(self, args: list[ast.Expr], expected) -> list[Val]:
         from kera_core.sema.lower import _is_untyped_literal
 
@@ -356,6 +405,31 @@ class Calls:
             if not vals[i].is_err:
                 ctx = elem_of(vals[i].type) or expected
         return [vals[i] if i in vals else self.expr(a, ctx) for i, a in enumerate(args)]
+
+
+def _const_int(nodes: dict, v) -> int | None:
+    """The value of an integer computed from constants only (literals, `const` items,
+    `-`, `+`, `*`, `as` between integer types), else None."""
+    n = nodes.get(v.node) if v is not None else None
+    if n is None or not n.types or not isinstance(n.types[0], Prim) or not n.types[0].is_int:
+        return None
+    args = [_const_int(nodes, i) for i in n.inputs]
+    if any(a is None for a in args):
+        return None
+    if n.op == "const":
+        r = int(n.attr("value"))
+    elif n.op == "neg":
+        r = -args[0]
+    elif n.op in ("add", "sub", "mul"):
+        a, b = args
+        r = a + b if n.op == "add" else a - b if n.op == "sub" else a * b
+    elif n.op == "cast":
+        r = args[0]
+    else:
+        return None
+    t: Prim = n.types[0]
+    r &= (1 << t.bits) - 1
+    return r - (1 << t.bits) if t.is_signed and r >> (t.bits - 1) else r
 
 
 def _prim(t) -> Prim | None:

@@ -51,7 +51,10 @@ SUPPORTED = (
     | STRUCTS
 )
 
-WHY: dict[str, str] = {}
+WHY: dict[str, str] = {
+    "argmin": "`argmin` is not emitted yet (the wasm backend does not lower from the shared "
+    "loop layer yet: issue 14)",
+}
 
 
 def _type_ok(t: Type) -> str | None:
@@ -68,6 +71,11 @@ def _type_ok(t: Type) -> str | None:
 def _node_reason(g: Graph, n: Node) -> str | None:
     if n.op not in SUPPORTED and n.op != "print":
         return WHY.get(n.op, f"`{n.op}` is not emitted yet")
+    if n.attr("axis") is not None:
+        return (
+            f"`{n.op}` along an axis is not emitted yet (the wasm backend does not lower from "
+            "the shared loop layer yet: issue 14)"
+        )
     for t in n.types:
         r = _type_ok(t)
         if r:
