@@ -125,3 +125,20 @@ def test_the_plan_lists_the_invariants_vector_code_reads_once_each() -> None:
     assert kinds == ["imm", "var"]  # `a` once (read twice), the constant 2.5 once
     body = ir.assigned(ps[0].loop.body)
     assert all(not isinstance(x, ir.Var) or x.id not in body for x in inv)
+
+
+def test_a_lane_index_used_as_a_value_keeps_the_loop_scalar() -> None:
+    """`y[i] = i as f32` in a `lanes` loop: the index is data, which would need integer lanes;
+    the plan refuses (it classified the conversion as uniform before, and the x86 selector
+    then read the index's register where only the step's first lane index was defined)."""
+    i = ir.Var(1, "i64", "i")
+    n = ir.Var(2, "i64", "n")
+    out = ir.Buf(3, "f32", n, "host", "temp", True, "y")
+    v = ir.Var(4, "f32")
+    loop = ir.Loop(i, Imm("i64", 0), n, [ir.Op(v, "convert", (i,)), ir.Store(out, i, v)], "lanes")
+    assert plan(loop, {n.id}, WIDE) is None
+    # a float computed from a load at the index is still planned
+    x = ir.Buf(5, "f32", n, "host", "param", False, "x")
+    w = ir.Var(6, "f32")
+    ok = ir.Loop(i, Imm("i64", 0), n, [ir.Load(w, x, i), ir.Store(out, i, w)], "lanes")
+    assert plan(ok, {n.id}, WIDE) is not None

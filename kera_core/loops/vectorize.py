@@ -260,6 +260,10 @@ class _Planner:
             if st:
                 self.stride[d.id] = st
             return
+        if any(self.stride_of(a) != 0 for a in s.args):
+            # a lane index used as a value (converted to a float, say): each lane would need
+            # its own index as data — integer lanes are not planned, so the loop stays scalar
+            raise _No
         if any(self.is_varying(a) for a in s.args) or d.id in self.varying:
             if s.op not in self.target.ops:
                 raise _No
