@@ -50,7 +50,8 @@
   (#any-of? @function.builtin
     "exp" "log" "sqrt" "tanh" "sigmoid" "abs" "fma" "minimum" "maximum" "sum" "max" "min"
     "argmax" "mean" "dot" "matmul" "softmax" "layernorm" "conv1d" "zeros" "full" "move_to"
-    "copy_to" "print"))
+    "copy_to" "print" "argmin" "transpose" "reshape" "broadcast_to" "outer" "concat" "stack"
+    "where" "clone" "arange" "linspace"))
 (call_expression
   function: (field_expression
     field: (field_identifier) @function.call))

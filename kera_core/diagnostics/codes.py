@@ -48,7 +48,7 @@ CODES: dict[str, str] = {
     "K0313": "invalid cast",
     "K0314": "break or continue outside a loop",
     "K0315": "unsupported construct",
-    "K0316": "invalid reduction axis",
+    "K0316": "invalid axis",
     # ownership and memory spaces
     "K0401": "use after move",
     "K0402": "conflicting borrows",

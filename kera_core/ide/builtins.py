@@ -92,6 +92,52 @@ _INFO = [
         "a tensor with `v` in every element; its type is the expected type",
     ),
     _b(
+        "transpose",
+        ("x: &E[S]", "axes…"),
+        "E[S']",
+        "the axes reversed, or permuted: `transpose(x, 2, 0, 1)` has `x`'s axis 2 first",
+    ),
+    _b(
+        "reshape",
+        ("x: &E[S]",),
+        "E[S']",
+        "the elements in row-major order; its type is the expected type",
+    ),
+    _b(
+        "broadcast_to",
+        ("x: &E[S]",),
+        "E[S']",
+        "`x` repeated NumPy-style; the shape is the expected type's",
+    ),
+    _b("outer", ("u: &E[M]", "v: &E[N]"), "E[M, N]", "`u[i] * v[j]`, each product rounded once"),
+    _b("concat", ("x1: &E[S]", "…", "axis"), "E[S']", "the tensors joined along a constant axis"),
+    _b(
+        "stack",
+        ("x1: &E[S]", "…", "axis"),
+        "E[S']",
+        "the tensors stacked along a new constant axis",
+    ),
+    _b(
+        "where",
+        ("c: bool[S]", "a: E[S]", "b: E[S]"),
+        "E[S]",
+        "elementwise: `a` where `c` is true, else `b` (bits unchanged)",
+    ),
+    _b("clone", ("x: &E[S]",), "E[S]", "an owned copy of `x`"),
+    _b(
+        "arange",
+        ("start: E?", "step: E?"),
+        "E[N]",
+        "`i as E`, or `start + (i as E) * step`; its type is the expected type",
+    ),
+    _b(
+        "linspace",
+        ("lo: F", "hi: F"),
+        "F[N]",
+        "`lo + (i as F) * ((hi - lo) / ((N - 1) as F))`, the last point `hi`; its type is the "
+        "expected type",
+    ),
+    _b(
         "move_to",
         ("x: E[S] @a", "space"),
         "E[S] @space",

@@ -381,6 +381,102 @@ def _conv1d(node: Node, ctx, x, k):
     return reduce.conv1d(x, k)
 
 
+# --- shape operations (docs/semantics.md §7.7) -----------------------------------------------------
+#
+# Every result is a fresh array (never a view of an operand: the machine updates a tensor in
+# place when no one else holds it).
+
+
+def _count_check(node: Node, got: int, want: int, what: str) -> None:
+    if got != want:
+        raise InterpError("R0003", f"`{what}`: {got} elements where {want} are needed", node.hash)
+
+
+@handles("transpose")
+def _transpose(node: Node, ctx, x):
+    return np.array(np.transpose(np.asarray(x), node.attr("perm")), copy=True, order="C")
+
+
+@handles("reshape")
+def _reshape(node: Node, ctx, x):
+    shape = concrete_shape(node.attr("type"), ctx.dims)
+    x = np.asarray(x)
+    _count_check(node, x.size, int(np.prod(shape, dtype=np.int64)), "reshape")
+    return np.array(x.reshape(shape), copy=True)
+
+
+@handles("broadcast_to")
+def _broadcast_to(node: Node, ctx, x):
+    shape = concrete_shape(node.attr("type"), ctx.dims)
+    return np.array(np.broadcast_to(np.asarray(x), shape), copy=True)
+
+
+@handles("outer")
+def _outer(node: Node, ctx, u, v):
+    with np.errstate(all="ignore"):
+        return fp.canon(np.multiply.outer(np.asarray(u), np.asarray(v)))
+
+
+@handles("concat")
+def _concat(node: Node, ctx, *xs):
+    t = node.attr("type")
+    axis = node.attr("axis")
+    want = concrete_shape(t, ctx.dims)[axis]
+    _count_check(node, sum(np.shape(x)[axis] for x in xs), want, "concat")
+    return np.concatenate([np.asarray(x) for x in xs], axis=axis)
+
+
+@handles("stack")
+def _stack(node: Node, ctx, *xs):
+    return np.stack([np.asarray(x) for x in xs], axis=node.attr("axis"))
+
+
+@handles("where")
+def _where(node: Node, ctx, c, a, b):
+    r = np.where(c, a, b)
+    return r[()] if r.ndim == 0 else r
+
+
+@handles("clone")
+def _clone(node: Node, ctx, x):
+    return np.array(x, copy=True)
+
+
+def _indices_as(t, n: int):
+    """``i as E`` for i = 0 … n−1 (semantics.md §5)."""
+    i = np.arange(n, dtype=np.int64)
+    if t.is_float:
+        return fp.int_to_float(i, fp.FORMATS[t.name])
+    return i.astype(dtype_of(t))
+
+
+@handles("arange")
+def _arange(node: Node, ctx, *start_step):
+    t = node.attr("type")
+    (n,) = concrete_shape(t, ctx.dims)
+    r = _indices_as(t.elem, n)
+    if start_step:
+        start, step = start_step
+        with np.errstate(all="ignore"):
+            r = start + r * step
+    return fp.canon(np.asarray(r, dtype=dtype_of(t.elem)))
+
+
+@handles("linspace")
+def _linspace(node: Node, ctx, lo, hi):
+    t = node.attr("type")
+    (n,) = concrete_shape(t, ctx.dims)
+    f = fp.FORMATS[t.elem.name]
+    with np.errstate(all="ignore"):
+        div = fp.int_to_float(np.int64(max(n - 1, 1)), f)[()]
+        step = (hi - lo) / div
+        r = lo + _indices_as(t.elem, n) * step
+    r = np.asarray(r, dtype=dtype_of(t.elem))
+    if n >= 2:
+        r[n - 1] = hi
+    return fp.canon(r)
+
+
 # --- structs ------------------------------------------------------------------------------------------
 
 

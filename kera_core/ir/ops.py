@@ -443,6 +443,210 @@ def _conv1d(inputs, attrs):
     return (x,)
 
 
+# --- shape operations (docs/semantics.md §7.7) ---------------------------------------------
+#
+# New opcodes (no existing opcode gained an attribute, so every existing fingerprint is
+# unchanged). The data-movement operations copy elements' bits unchanged; `outer`, `arange`
+# (with a start and step) and `linspace` round.
+
+
+def element_count(shape: tuple[Dim, ...]) -> tuple[int, tuple[int, ...]]:
+    """A shape's element count as (product of its static sizes, sorted symbol indices)."""
+    n = 1
+    syms: list[int] = []
+    for d in shape:
+        if isinstance(d, int):
+            n *= d
+        else:
+            syms.append(d.index)
+    return n, tuple(sorted(syms))
+
+
+def same_count(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool | None:
+    """Do two shapes have the same element count: True (for every size of the dimensions),
+    False (both static and different), None (known only at run time: checked, R0003)."""
+    ca, cb = element_count(a), element_count(b)
+    if ca == cb:
+        return True
+    if not ca[1] and not cb[1]:
+        return False
+    return None
+
+
+def _axis_in(axis, n: int, what: str) -> int:
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < n:
+        raise TypeRuleError(f"axis {axis} is out of range for {what}", "K0316")
+    return axis
+
+
+@op("transpose", 1, "axes permuted: result axis i is input axis `perm[i]` (exact)")
+def _transpose(inputs, attrs):
+    t = _tensor_arg(inputs[0], "transpose")
+    perm = attrs.get("perm")
+    if not isinstance(perm, tuple) or sorted(perm) != list(range(t.rank)):
+        raise TypeRuleError(
+            f"transpose of `{t}` needs a permutation of its {t.rank} axes, found {perm}", "K0316"
+        )
+    return (Tensor(t.elem, tuple(t.shape[p] for p in perm), t.space),)
+
+
+@op("reshape", 1, "the elements in row-major order under the shape of `type` (exact)")
+def _reshape(inputs, attrs):
+    t = _tensor_arg(inputs[0], "reshape")
+    to: Tensor = attrs["type"]
+    if t.elem != to.elem:
+        raise TypeRuleError(f"cannot reshape `{t}` into `{to}`: element types differ", "K0301")
+    if t.space != to.space:
+        raise TypeRuleError(f"cannot reshape `{t}` into `{to}`: memory spaces differ", "K0406")
+    if same_count(t.shape, to.shape) is False:
+        raise TypeRuleError(
+            f"cannot reshape `{t}` ({element_count(t.shape)[0]} elements) into `{to}` "
+            f"({element_count(to.shape)[0]} elements)",
+            "K0302",
+        )
+    return (to,)
+
+
+@op("broadcast_to", 1, "the operand repeated NumPy-style to the shape of `type` (exact)")
+def _broadcast_to(inputs, attrs):
+    x = value_type(inputs[0])
+    to: Tensor = attrs["type"]
+    if isinstance(x, Prim):
+        shape: tuple[Dim, ...] = ()
+        elem = x
+    elif isinstance(x, Tensor):
+        shape, elem = x.shape, x.elem
+        if x.space != to.space:
+            raise TypeRuleError(f"cannot broadcast `{x}` to `{to}`: memory spaces differ", "K0406")
+    else:
+        raise TypeRuleError(f"broadcast_to expects a number or tensor, found `{x}`", "K0308")
+    if elem != to.elem:
+        raise TypeRuleError(f"cannot broadcast `{x}` to `{to}`: element types differ", "K0301")
+    if len(shape) > to.rank:
+        raise TypeRuleError(f"cannot broadcast `{x}` to `{to}`: it has fewer axes", "K0305")
+    for i in range(1, len(shape) + 1):
+        d, dt = shape[-i], to.shape[-i]
+        if d != dt and d != 1:
+            raise TypeRuleError(
+                f"cannot broadcast `{x}` to `{to}`: dimension {display_dim(d)} against "
+                f"{display_dim(dt)}",
+                "K0305",
+            )
+    return (to,)
+
+
+@op("outer", 2, "out[i, j] = u[i] * v[j], each product rounded once (integers wrap)")
+def _outer(inputs, attrs):
+    u = _tensor_arg(inputs[0], "outer")
+    v = _tensor_arg(inputs[1], "outer")
+    if u.rank != 1 or v.rank != 1:
+        raise TypeRuleError(f"outer expects two vectors, found `{u}` and `{v}`", "K0302")
+    if u.elem != v.elem:
+        raise TypeRuleError(f"outer operands differ: `{u}` and `{v}`", "K0301")
+    if not _numeric(u.elem):
+        raise TypeRuleError(f"outer expects numbers, found `{u}`", "K0308")
+    if u.space != v.space:
+        raise TypeRuleError(f"outer operands live in @{u.space} and @{v.space}", "K0406")
+    return (Tensor(u.elem, (u.shape[0], v.shape[0]), u.space),)
+
+
+@op("concat", None, "the operands joined along `axis`; the result type is `type` (exact)")
+def _concat(inputs, attrs):
+    to: Tensor = attrs["type"]
+    axis = _axis_in(attrs.get("axis"), to.rank, f"`{to}` (rank {to.rank})")
+    if not inputs:
+        raise TypeRuleError("concat needs at least one tensor", "K0303")
+    static = isinstance(to.shape[axis], int)
+    total = 0
+    for it in inputs:
+        t = _tensor_arg(it, "concat")
+        if t.elem != to.elem:
+            raise TypeRuleError(f"concat operands differ: `{t}` and `{to.elem}`", "K0301")
+        if t.space != to.space:
+            raise TypeRuleError(f"concat operands live in @{t.space} and @{to.space}", "K0406")
+        if t.rank != to.rank:
+            raise TypeRuleError(f"concat operands differ in rank: `{t}` and `{to}`", "K0302")
+        for k in range(to.rank):
+            if k != axis and t.shape[k] != to.shape[k]:
+                raise TypeRuleError(
+                    f"concat operands differ on axis {k}: `{t}` and `{to}`"
+                    f" (only axis {axis} may differ)",
+                    "K0302",
+                )
+        d = t.shape[axis]
+        static = static and isinstance(d, int)
+        total += d if isinstance(d, int) else 0
+    if static and total != to.shape[axis]:
+        raise TypeRuleError(
+            f"concat along axis {axis} gives {total} elements, not {to.shape[axis]}", "K0302"
+        )
+    return (to,)
+
+
+@op("stack", None, "the operands (one type) stacked along a new axis `axis` (exact)")
+def _stack(inputs, attrs):
+    if not inputs:
+        raise TypeRuleError("stack needs at least one tensor", "K0303")
+    t = _tensor_arg(inputs[0], "stack")
+    for it in inputs[1:]:
+        if value_type(it) != t:
+            raise TypeRuleError(f"stack operands differ: `{t}` and `{it}`", "K0302")
+    axis = _axis_in(attrs.get("axis"), t.rank + 1, f"stacking `{t}` (axes 0 to {t.rank})")
+    return (Tensor(t.elem, (*t.shape[:axis], len(inputs), *t.shape[axis:]), t.space),)
+
+
+@op(
+    "where",
+    3,
+    "elementwise: the element of the second operand where the bool is true, else the third's",
+)
+def _where(inputs, attrs):
+    c, a, b = (value_type(t) for t in inputs)
+    cond = c.elem if isinstance(c, Tensor) else c
+    if cond != BOOL:
+        raise TypeRuleError(f"where needs a bool condition, found `{c}`", "K0308")
+    elem, shape, space = _elementwise((a, b), lambda p: True, "a value or tensor")
+    cshape, cspace = _shape_space(c)
+    if cspace is not None and space is not None and cspace != space:
+        raise TypeRuleError(
+            f"operands live in different memory spaces: @{cspace} and @{space}", "K0406"
+        )
+    return (_make(elem, broadcast_shapes(cshape, shape), space or cspace),)
+
+
+@op("clone", 1, "an owned copy of a tensor (also of a borrowed one)")
+def _clone(inputs, attrs):
+    return (_tensor_arg(inputs[0], "clone"),)
+
+
+@op("arange", None, "element i is `i as E`, or `start + (i as E) * step` (each rounded)")
+def _arange(inputs, attrs):
+    to: Tensor = attrs["type"]
+    if to.rank != 1:
+        raise TypeRuleError(f"arange makes a vector, not `{to}`", "K0302")
+    if not _numeric(to.elem):
+        raise TypeRuleError(f"arange makes numbers, not `{to}`", "K0308")
+    if len(inputs) not in (0, 2):
+        raise TypeRuleError("arange takes no operands or a start and a step", "K0303")
+    for it in inputs:
+        if value_type(it) != to.elem:
+            raise TypeRuleError(f"arange's start and step must be `{to.elem}`, found `{it}`")
+    return (to,)
+
+
+@op("linspace", 2, "n points from lo to hi: lo + (i as F) * ((hi - lo) / ((n - 1) as F)), last hi")
+def _linspace(inputs, attrs):
+    to: Tensor = attrs["type"]
+    if to.rank != 1:
+        raise TypeRuleError(f"linspace makes a vector, not `{to}`", "K0302")
+    if not to.elem.is_float:
+        raise TypeRuleError(f"linspace makes floats, not `{to}`", "K0308")
+    for it in inputs:
+        if value_type(it) != to.elem:
+            raise TypeRuleError(f"linspace's ends must be `{to.elem}`, found `{it}`")
+    return (to,)
+
+
 # --- structs -------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from kera_core.ir import ops
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.types import Prim, Ref, Struct, Sym, Tensor, TokenType, Type, strip_ref
@@ -224,6 +225,7 @@ _READS_LAZILY = (
         "min",
         "argmax",
         "argmin",
+        "where",
     }
 )
 
@@ -532,7 +534,7 @@ class _FnLowering:
             return [c]
         if op == "dim":
             return [self.dims[n.attr("index")]]
-        if op in ELEMENTWISE_BINARY or op in ELEMENTWISE_UNARY or op in ("fma", "select"):
+        if op in ELEMENTWISE_BINARY or op in ELEMENTWISE_UNARY or op in ("fma", "select", "where"):
             if op == "select" and not isinstance(ins[1], (Var, Imm)):
                 return [self.select_value(ins)]
             return [self.elementwise(n, ins)]
@@ -568,6 +570,8 @@ class _FnLowering:
             if n.attr("axis") is not None:
                 return [self.composite_along(n, ins[0], ins[1])]
             return [self.layernorm(n, ins[0], ins[1])]
+        if op in SHAPE_OPS:
+            return [self.shape_op(n, ins, dying)]
         if op == "struct":
             return [tuple(self.share(x, d) for x, d in zip(ins, dying, strict=True))]
         if op == "field":
@@ -694,7 +698,7 @@ class _FnLowering:
             return C.UNARY[op](e, vals[0], elem)
         if op == "fma":
             return e.op("fma", *vals)
-        if op == "select":
+        if op in ("select", "where"):
             return e.op("select", *vals)
         return e.op(op, vals[0])
 
@@ -868,6 +872,168 @@ class _FnLowering:
                 with e.loop(imm("i64", 0), count, mark="lanes") as k:
                     e.store(out.buf, at(k), e.op("div", e.op("sub", get(k), mu), den))
         return out
+
+    # --- shape operations (docs/semantics.md §7.7) ------------------------------------------
+    def shape_op(self, n: Node, ins: list, dying: list):
+        """Data movement is element loads and stores in ``lanes`` loops (every element is
+        independent); ``reshape`` and an exclusive ``clone`` move nothing."""
+        e = self.e
+        op = n.op
+        t = n.types[0]
+        if op == "reshape":
+            x = ins[0]
+            shape = self.shape_of(t)
+            if ops.same_count(strip_ref(self.graph_type(n, 0)).shape, t.shape) is not True:
+                ok = e.op("eq", self.size(x.shape), self.size(shape))
+                e.emit(Check(ok, "R0003", "`reshape` to another element count", n.hash))
+            return TVal(x.buf, shape, x.offset, x.elem, owned=x.owned and dying[0])
+        if op == "clone":
+            x = ins[0]
+            if self.exclusive(self.frames[-1], x, dying[0]):
+                return TVal(x.buf, x.shape, x.offset, x.elem, owned=True)
+            return self.copy_new(x)
+        if op == "concat":
+            axis = n.attr("axis")
+            shape = self.shape_of(t)
+            if not all(
+                isinstance(d, Imm)
+                for d in shape[axis : axis + 1] + tuple(x.shape[axis] for x in ins)
+            ):
+                total: Operand = imm("i64", 0)
+                for x in ins:
+                    total = e.add_i(total, x.shape[axis])
+                ok = e.op("eq", total, shape[axis])
+                e.emit(Check(ok, "R0003", "`concat` into another length", n.hash))
+            out = self.alloc(t.elem.name, shape, t.space)
+            outer = e.product(shape[:axis])
+            inner = e.product(shape[axis + 1 :])
+            width = e.mul_i(shape[axis], inner)
+            at: Operand = imm("i64", 0)
+            for x in ins:
+                w = e.mul_i(x.shape[axis], inner)
+                self.place(out, outer, width, at, x, w)
+                at = e.add_i(at, w)
+            return out
+        if op == "stack":
+            axis = n.attr("axis")
+            shape = self.shape_of(t)
+            out = self.alloc(t.elem.name, shape, t.space)
+            outer = e.product(shape[:axis])
+            inner = e.product(shape[axis + 1 :])
+            width = e.mul_i(imm("i64", len(ins)), inner)
+            for j, x in enumerate(ins):
+                self.place(out, outer, width, e.mul_i(imm("i64", j), inner), x, inner)
+            return out
+        if op in ("transpose", "broadcast_to"):
+            x = ins[0]
+            shape = self.shape_of(t)
+            out = self.alloc(t.elem.name, shape, t.space)
+            strides: list[Operand] = [imm("i64", 0)] * len(shape)
+            if isinstance(x, TVal):
+                own: list[Operand] = []
+                acc: Operand = imm("i64", 1)
+                for d in reversed(x.shape):
+                    own.insert(0, acc)
+                    acc = e.mul_i(acc, d)
+                if op == "transpose":
+                    strides = [own[p] for p in n.attr("perm")]
+                else:
+                    lead = len(shape) - len(x.shape)
+                    for j, d in enumerate(x.shape):
+                        if not (isinstance(d, Imm) and d.bits == 1):
+                            strides[lead + j] = own[j]
+
+            def body(idx: list) -> None:
+                src: Operand = imm("i64", 0)
+                for i, st in zip(idx, strides, strict=True):
+                    if not (isinstance(st, Imm) and st.bits == 0):
+                        src = e.add_i(src, e.mul_i(i, st))
+                e.store(out.buf, self.flat(idx, shape), self.element(x, src))
+
+            self.nest(shape, body)
+            return out
+        if op == "outer":
+            u, v = ins
+            shape = self.shape_of(t)
+            out = self.alloc(t.elem.name, shape, t.space)
+
+            def body(idx: list) -> None:
+                i, j = idx
+                prod = e.op("mul", self.element(u, i), self.element(v, j))
+                e.store(out.buf, self.flat(idx, shape), prod)
+
+            self.nest(shape, body)
+            return out
+        # arange, linspace: vectors whose length is the result type's
+        elem = t.elem.name
+        (count,) = self.shape_of(t)
+        out = self.alloc(elem, (count,), t.space)
+        if op == "linspace":
+            lo, hi = ins
+            div = e.op(
+                "convert",
+                e.op(
+                    "select",
+                    e.op("gt", count, imm("i64", 1)),
+                    e.op("sub", count, imm("i64", 1)),
+                    imm("i64", 1),
+                ),
+                to=elem,
+            )
+            step = e.op("div", e.op("sub", hi, lo), div)
+            with e.loop(imm("i64", 0), count, mark="parallel") as i:
+                x = e.op("add", lo, e.op("mul", e.op("convert", i, to=elem), step))
+                e.store(out.buf, i, x)
+            with e.block() as last:
+                e.store(out.buf, e.op("sub", count, imm("i64", 1)), hi)
+            e.emit(If(e.op("ge", count, imm("i64", 2)), last, []))
+            return out
+        # `parallel`, not `lanes`: the index itself is a value (no vector form of it yet)
+        with e.loop(imm("i64", 0), count, mark="parallel") as i:
+            x = e.op("convert", i, to=elem) if elem != "i64" else i
+            if ins:
+                start, step = ins
+                x = e.op("add", start, e.op("mul", x, step))
+            e.store(out.buf, i, x)
+        return out
+
+    def graph_type(self, n: Node, k: int) -> Type:
+        """The type of input ``k`` of ``n``."""
+        v = n.inputs[k]
+        return self.graph.nodes[v.node].types[v.index]
+
+    def flat(self, idx: list, shape) -> Operand:
+        e = self.e
+        at: Operand = imm("i64", 0)
+        for i, d in zip(idx, shape, strict=True):
+            at = e.add_i(e.mul_i(at, d), i)
+        return at
+
+    def nest(self, shape, body) -> None:
+        """One ``lanes`` loop per axis of ``shape`` (outermost first) around ``body(idx)``."""
+        e = self.e
+        idx = [e.var("i64", f"i{a}") for a in range(len(shape))]
+        blocks = []
+        for _ in shape:
+            blocks.append(e.stmts)
+            e.stmts = []
+        body(idx)
+        for a in range(len(shape) - 1, -1, -1):
+            inner = e.stmts
+            e.stmts = blocks[a]
+            e.emit(Loop(idx[a], imm("i64", 0), shape[a], inner, "lanes"))
+
+    def place(self, out: TVal, rows: Operand, width: Operand, at: Operand, x, w: Operand):
+        """``out`` as ``rows`` rows of ``width``: row p's elements ``at … at + w`` are row p of
+        ``x`` (seen as ``rows`` rows of ``w``)."""
+        e = self.e
+
+        def body(idx: list) -> None:
+            p, q = idx
+            dst = e.add_i(e.add_i(e.mul_i(p, width), at), q)
+            e.store(out.buf, dst, self.element(x, e.add_i(e.mul_i(p, w), q)))
+
+        self.nest((rows, w), body)
 
     def same_shape(self, n: Node, a: TVal, b: TVal, what: str) -> None:
         e = self.e
@@ -1354,6 +1520,7 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "field",
     "set_field",
     "select",
+    "where",
     "fma",
     "range",
     "full",
@@ -1402,6 +1569,21 @@ class _Rows:
 
     def __exit__(self, *exc):
         return self.cm.__exit__(*exc)
+
+
+SHAPE_OPS = frozenset(
+    {
+        "transpose",
+        "reshape",
+        "broadcast_to",
+        "outer",
+        "concat",
+        "stack",
+        "clone",
+        "arange",
+        "linspace",
+    }
+)
 
 
 def reads_before_updates(nodes: list[Node]) -> list[Node]:

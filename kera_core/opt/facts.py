@@ -51,7 +51,8 @@ NEVER_FAIL = frozenset(
         "xor", "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "neg",
         "not", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "select", "full",
         "array", "sum", "dot", "matmul", "layernorm", "conv1d", "struct", "field",
-        "set_field", "range", "print", "move_to", "copy_to",
+        "set_field", "range", "print", "move_to", "copy_to", "transpose", "broadcast_to",
+        "outer", "stack", "where", "clone", "arange", "linspace",
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})

@@ -37,12 +37,25 @@ BUILTINS: dict[str, tuple[int, str]] = {
     "layernorm": (2, "layernorm"),
     "zeros": (0, "fill"),
     "full": (1, "fill"),
+    # shape operations (docs/semantics.md §7.7); arity: the fewest arguments
+    "transpose": (1, "transpose"),
+    "reshape": (1, "shape_to"),
+    "broadcast_to": (1, "shape_to"),
+    "outer": (2, "outer"),
+    "concat": (2, "join"),
+    "stack": (2, "join"),
+    "where": (3, "where"),
+    "clone": (1, "clone"),
+    "arange": (0, "arange"),
+    "linspace": (2, "linspace"),
     "move_to": (2, "transfer"),
     "copy_to": (2, "transfer"),
     "print": (1, "print"),
 }
 # builtins that take one more, optional argument: the axis to work along (a constant)
 AXIS_BUILTINS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "softmax", "layernorm"})
+# builtins taking a variable number of arguments: (fewest, most or None) — checked by kind
+VARIADIC = {"transpose": (1, None), "concat": (2, None), "stack": (2, None), "arange": (0, 2)}
 
 
 class Calls:
@@ -290,6 +303,23 @@ class Calls:
         arity, kind = BUILTINS[name]
         args = e.args
         with_axis = name in AXIS_BUILTINS and len(args) == arity + 1
+        if name in VARIADIC:
+            lo, hi = VARIADIC[name]
+            if len(args) < lo or (hi is not None and len(args) > hi) or (hi, len(args)) == (2, 1):
+                takes = {
+                    "transpose": "1, or 1 and one axis per dimension,",
+                    "concat": "2 or more (tensors, then the axis)",
+                    "stack": "2 or more (tensors, then the axis)",
+                    "arange": "0 or 2 (a start and a step)",
+                }[name]
+                return self.err(
+                    "K0303",
+                    e.span,
+                    f"`{name}` takes {takes} argument(s) but {len(args)} were given",
+                )
+            return self.shape_call(e, name, kind, expected)
+        if kind in ("shape_to", "outer", "where", "clone", "linspace") and len(args) == arity:
+            return self.shape_call(e, name, kind, expected)
         if len(args) != arity and not with_axis:
             takes = f"{arity} or {arity + 1}" if name in AXIS_BUILTINS else f"{arity}"
             return self.err(
@@ -354,6 +384,133 @@ class Calls:
 
             return ERR_VAL if node is None else Val(None, UNIT)
         raise AssertionError(kind)  # pragma: no cover
+
+    # --- shape operations (docs/semantics.md §7.7) -------------------------------------------
+    def expected_tensor(self, e: ast.CallExpr, name: str, expected) -> Tensor | None:
+        """The result type of an operation whose shape comes from the expected type (§6.2)."""
+        t = strip_ref(expected) if expected is not None else None
+        if isinstance(t, Tensor):
+            return t
+        self.err(
+            "K0301",
+            e.span,
+            f"cannot infer the shape of `{name}(…)`: annotate it, e.g. "
+            f"`let y: f32[N] = {name}(…);`",
+        )
+        return None
+
+    def shape_call(self, e: ast.CallExpr, name: str, kind: str, expected):
+        args = e.args
+        if kind == "transpose":
+            x = self.expr(args[0], None)
+            xt = strip_ref(x.type) if not x.is_err else None
+            axes = [self.const_axis(name, a) for a in args[1:]]
+            if x.is_err or any(a is None for a in axes):
+                return ERR_VAL
+            if not isinstance(xt, Tensor):
+                return self.op(name, [x], e.span, {"perm": ()})  # the rule reports it
+            r = xt.rank
+            if not axes:
+                perm = tuple(range(r - 1, -1, -1))
+            else:
+                if len(axes) != r:
+                    return self.err(
+                        "K0316",
+                        Span(args[1].span.start, args[-1].span.end),
+                        f"`transpose` of {self.show(xt)} needs {r} axes (a permutation), "
+                        f"found {len(axes)}",
+                    )
+                perm = tuple(a % r if -r <= a < r else r for a in axes)  # type: ignore[operator]
+                if sorted(perm) != list(range(r)):
+                    return self.err(
+                        "K0316",
+                        Span(args[1].span.start, args[-1].span.end),
+                        f"the axes of `transpose` must be a permutation of 0 to {r - 1} "
+                        f"(or -{r} to -1), found {', '.join(str(a) for a in axes)}",
+                    )
+            return self.op(name, [x], e.span, {"perm": perm})
+        if kind == "shape_to":
+            from kera_core.sema.lower import _is_untyped_literal
+
+            t = self.expected_tensor(e, name, expected)
+            x = self.expr(
+                args[0], t.elem if t is not None and _is_untyped_literal(args[0]) else None
+            )
+            if t is None or x.is_err:
+                return ERR_VAL
+            return self.op(name, [x], e.span, {"type": t})
+        if kind == "outer":
+            a, b = self.pair(args[0], args[1], None)
+            return self.op(name, [a, b], e.span)
+        if kind == "where":
+            c = self.expr(args[0], None)
+            a, b = self.pair(args[1], args[2], elem_of(expected) if expected is not None else None)
+            return self.op(name, [c, a, b], e.span)
+        if kind == "clone":
+            x = self.expr(args[0], None)
+            return self.op(name, [x], e.span)
+        if kind in ("arange", "linspace"):
+            t = self.expected_tensor(e, name, expected)
+            vals = [self.expr(a, t.elem if t is not None else None) for a in args]
+            if t is None:
+                return ERR_VAL
+            return self.op(name, vals, e.span, {"type": t})
+        assert kind == "join"
+        xs = [self.expr(a, None) for a in args[:-1]]
+        axis = self.const_axis(name, args[-1])
+        if axis is None or any(x.is_err for x in xs):
+            return ERR_VAL
+        ts = [strip_ref(x.type) for x in xs]
+        t0 = ts[0]
+        if not all(isinstance(t, Tensor) for t in ts):
+            bad = next(i for i, t in enumerate(ts) if not isinstance(t, Tensor))
+            return self.err(
+                "K0308",
+                args[bad].span,
+                f"`{name}` expects tensors, found {self.show(xs[bad].type)}",
+            )
+        r = t0.rank + (1 if name == "stack" else 0)  # type: ignore[union-attr]
+        if not -r <= axis < r:
+            return self.err(
+                "K0316",
+                args[-1].span,
+                f"axis {axis} is out of range for `{name}` of {self.show(t0)}: "
+                f"axes 0 to {r - 1}, or -{r} to -1 from the end",
+            )
+        axis %= r
+        if name == "stack":
+            return self.op(name, xs, e.span, {"axis": axis})
+        dims = [t.shape[axis] if t.rank == r else 0 for t in ts]  # type: ignore[union-attr]
+        if all(isinstance(d, int) for d in dims):
+            shape = list(t0.shape)  # type: ignore[union-attr]
+            shape[axis] = sum(dims)  # type: ignore[arg-type]
+            out: Tensor | None = Tensor(t0.elem, tuple(shape), t0.space)  # type: ignore[union-attr]
+        else:  # a symbolic length: the result's length along the axis is the expected type's
+            out = self.expected_tensor(e, name, expected)
+            if out is None:
+                return ERR_VAL
+        return self.op(name, xs, e.span, {"axis": axis, "type": out})
+
+    def const_axis(self, name: str, arg: ast.Expr) -> int | None:
+        """The value of an axis argument: an integer constant, else K0316 (None)."""
+        a = self.expr(arg, I64)
+        if a.is_err:
+            return None
+        t = strip_ref(a.type)
+        value = _const_int(self.nodes, a.value) if isinstance(t, Prim) and t.is_int else None
+        if value is None:
+            what = (
+                "a value known only at run time"
+                if isinstance(t, Prim) and t.is_int
+                else self.show(a.type)
+            )
+            self.err(
+                "K0316",
+                arg.span,
+                f"the axis of `{name}` must be an integer constant (a literal or a `const`), "
+                f"found {what}",
+            )
+        return value
 
     def axis_attr(self, name: str, arg: ast.Expr, x: Val) -> dict | None:
         """The attributes for ``name(x, …, axis)``: ``{"axis": a}`` with the axis counted from

@@ -52,8 +52,21 @@ SUPPORTED = (
 )
 
 WHY: dict[str, str] = {
-    "argmin": "`argmin` is not emitted yet (the wasm backend does not lower from the shared "
-    "loop layer yet: issue 14)",
+    op: f"`{op}` is not emitted yet (the wasm backend does not lower from the shared "
+    "loop layer yet: issue 14)"
+    for op in (
+        "argmin",
+        "transpose",
+        "reshape",
+        "broadcast_to",
+        "outer",
+        "concat",
+        "stack",
+        "where",
+        "clone",
+        "arange",
+        "linspace",
+    )
 }
 
 
