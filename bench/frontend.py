@@ -33,6 +33,32 @@ def best(fn, repeat: int = 3) -> float:
     return min(times)
 
 
+def phases(text: str, repeat: int = 5) -> dict[str, float]:
+    """Best ms of each stage of a cold parse: lexing, the grammar's events, the tree."""
+    from kera_core.stack import deep_recursion
+    from kera_core.syntax.builder import TreeBuilder, significant
+    from kera_core.syntax.parse import _DEFAULT_CACHE
+    from kera_core.syntax.parser import grammar
+    from kera_core.syntax.parser.parser import Parser
+
+    out: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        lexed = lex(text)
+        t1 = time.perf_counter()
+        sig = significant(lexed.kinds)
+        p = Parser(list(map(lexed.kinds.__getitem__, sig)))
+        with deep_recursion(quiet_gc=True):
+            grammar.source_file(p)
+        t2 = time.perf_counter()
+        with deep_recursion(quiet_gc=True):
+            TreeBuilder(lexed, _DEFAULT_CACHE, 0, sig).run(p.events, p.errors)
+        t3 = time.perf_counter()
+        for k, v in (("lex", t1 - t0), ("events", t2 - t1), ("tree", t3 - t2)):
+            out.setdefault(k, []).append(v * 1000)
+    return {k: min(v) for k, v in out.items()}
+
+
 def edit_latency(text: str, samples: int = 40) -> dict[str, float]:
     """Median ms for one-character edits inside function bodies, per strategy."""
     p = parse(text)
@@ -73,17 +99,20 @@ def main() -> None:
     mb = len(raw) / 1e6
     print(f"file: {text.count(chr(10))} lines, {len(raw) / 1e3:.0f} kB")
 
-    t_lex = best(lambda: lex(text))
-    t_parse = best(lambda: parse(text))
+    t_lex = best(lambda: lex(text), repeat=5)
+    t_parse = best(lambda: parse(text), repeat=5)
     print(f"lex              {t_lex * 1000:8.1f} ms   {mb / t_lex:6.2f} MB/s")
     print(f"lex+parse+tree   {t_parse * 1000:8.1f} ms   {mb / t_parse:6.2f} MB/s")
+    stages = phases(text)
+    print("  stages (best ms): " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()))
 
     import parso
 
     py = python_source(len(raw))
-    t_parso = best(lambda: parso.parse(py))
+    t_parso = best(lambda: parso.parse(py), repeat=5)
     print(f"parso (same size){t_parso * 1000:8.1f} ms   {mb / t_parso:6.2f} MB/s"
-          f"   kera/parso time ratio {t_parse / t_parso:.2f}")  # fmt: skip
+          f"   kera/parso time ratio {t_parse / t_parso:.2f}"
+          f" (kera throughput {t_parso / t_parse:.2f}x parso's)")  # fmt: skip
 
     ts = tree_sitter_parser()
     if ts is not None:

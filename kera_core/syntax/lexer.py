@@ -39,9 +39,14 @@ _TOKEN_RE = re.compile(
     re.DOTALL,
 )
 
-_G_WS = _TOKEN_RE.groupindex["ws"]
-_G_IDENT = _TOKEN_RE.groupindex["ident"]
-_G_PUNCT = _TOKEN_RE.groupindex["punct"]
+# The same alternatives without groups: ``findall`` then returns the token texts.
+_SPLIT_RE = re.compile(re.sub(r"\(\?P<\w+>", "(?:", _TOKEN_RE.pattern), re.DOTALL)
+assert _SPLIT_RE.groups == 0
+
+# Clean ASCII token text -> kind (see ``lex``); shared by every call, bounded in size.
+_MEMO_SEED: dict[str, SyntaxKind] = {**KEYWORDS, **_PUNCT_KIND}
+_MEMO: dict[str, SyntaxKind] = dict(_MEMO_SEED)
+_MEMO_LIMIT = 200_000
 _BAD_CHECKED = frozenset({K.COMMENT, K.DOC_COMMENT, K.STRING})
 
 _INT_SUFFIXES = "i8|i16|i32|i64|u8|u16|u32|u64|f32|f64"
@@ -88,137 +93,157 @@ def _block_comment_end(text: str, start: int) -> int:
 
 
 def lex(source: str | bytes, base: int = 0) -> LexedText:
-    """Split ``source`` into tokens; ``base`` offsets diagnostics (for relexing a slice)."""
+    """Split ``source`` into tokens; ``base`` offsets diagnostics (for relexing a slice).
+
+    Two passes. ``findall`` with the master pattern splits the whole text in C (a block
+    comment, which nests, is finished by hand and the scan resumes after it); then each
+    token text gets its kind from a memo of clean tokens (ASCII text that lexes without a
+    diagnostic: its kind depends on its text alone). Tokens missing from the memo go
+    through :func:`_classify`, the reference per-token lexer, with their byte offset.
+    """
     text = decode(source)
     out = LexedText()
-    kinds = out.kinds
-    texts = out.texts
-    diags = out.diagnostics
-    ascii_only = text.isascii()
-    pos = 0
-    byte = base
     n = len(text)
-    match = _TOKEN_RE.match
-    keyword = KEYWORDS.get
-    punct_kind = _PUNCT_KIND
-    ident = K.IDENT
-    whitespace = K.WHITESPACE
-    bad_checked = _BAD_CHECKED
-    append_kind = kinds.append
-    append_text = texts.append
-    g_ws, g_ident, g_punct = _G_WS, _G_IDENT, _G_PUNCT
-    while pos < n:
-        m = match(text, pos)
-        idx = m.lastindex
-        end = m.end()
-        # The common tokens first, dispatched on the group number (no diagnostics).
-        if idx == g_ws:
-            append_kind(whitespace)
-            append_text(text[pos:end])
-            byte += end - pos  # whitespace is ASCII
-            pos = end
-            continue
-        if idx == g_ident:
-            tok = text[pos:end]
-            append_kind(keyword(tok, ident))
-            append_text(tok)
-            byte += end - pos  # identifiers are ASCII
-            pos = end
-            continue
-        if idx == g_punct:
-            tok = text[pos:end]
-            append_kind(punct_kind[tok])
-            append_text(tok)
-            byte += end - pos  # punctuation is ASCII
-            pos = end
-            continue
-        group = m.lastgroup
-        if group == "ws":
-            kind = K.WHITESPACE
-        elif group == "ident":
-            kind = KEYWORDS.get(m.group(), K.IDENT)
-        elif group == "punct":
-            kind = _PUNCT_KIND[m.group()]
-        elif group == "doc" or group == "line":
-            kind = K.DOC_COMMENT if group == "doc" else K.COMMENT
-        elif group == "int" or group == "float":
-            kind = K.INT if group == "int" else K.FLOAT
-            tok = m.group()
-            valid = (_VALID_INT if kind == K.INT else _VALID_FLOAT).fullmatch(tok)
-            if not valid:
+    if not n:
+        return out
+    texts = out.texts
+    findall = _SPLIT_RE.findall
+    pos = 0
+    while True:
+        part = findall(text, pos)
+        if "/*" not in part:
+            texts += part
+            break
+        k = part.index("/*")
+        del part[k:]
+        texts += part
+        at = pos + sum(map(len, part))
+        close = _block_comment_end(text, at)
+        if close < 0:
+            texts.append(text[at:])
+            break
+        texts.append(text[at:close])
+        pos = close
+        if pos >= n:
+            break
+    memo = _MEMO
+    kinds = out.kinds = list(map(memo.get, texts))
+    if None not in kinds:
+        return out
+    # The rest, in order (diagnostics come out in token order).
+    ascii_only = text.isascii()
+    diags = out.diagnostics
+    index = kinds.index
+    i = index(None)
+    char = sum(map(len, texts[:i]))
+    byte = base + (char if ascii_only else sum(map(utf8_len, texts[:i])))
+    last = i
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+        memo.update(_MEMO_SEED)
+    while True:
+        tok = texts[i]
+        if i > last:  # memo hits: ASCII, so as many bytes as characters
+            skipped = sum(map(len, texts[last:i]))
+            char += skipped
+            byte += skipped
+        kind, clean = _classify(text, char, tok, byte, ascii_only, diags)
+        kinds[i] = kind
+        if clean and tok.isascii():
+            memo[tok] = kind
+        char += len(tok)
+        byte += len(tok) if ascii_only else utf8_len(tok)
+        last = i + 1
+        try:
+            i = index(None, last)
+        except ValueError:
+            return out
+
+
+def _classify(
+    text: str, pos: int, tok: str, byte: int, ascii_only: bool, diags: list[Diagnostic]
+) -> tuple[SyntaxKind, bool]:
+    """The kind of the token ``tok`` found at ``pos`` (byte offset ``byte``), reporting its
+    diagnostics; and whether it is clean (no diagnostic, kind fixed by its text alone)."""
+    m = _TOKEN_RE.match(text, pos)
+    end = pos + len(tok)
+    n_diags = len(diags)
+    group = m.lastgroup
+    clean = True
+    if group == "ws":
+        kind = K.WHITESPACE
+    elif group == "ident":
+        kind = KEYWORDS.get(m.group(), K.IDENT)
+    elif group == "punct":
+        kind = _PUNCT_KIND[m.group()]
+    elif group == "doc" or group == "line":
+        kind = K.DOC_COMMENT if group == "doc" else K.COMMENT
+    elif group == "int" or group == "float":
+        kind = K.INT if group == "int" else K.FLOAT
+        valid = (_VALID_INT if kind == K.INT else _VALID_FLOAT).fullmatch(tok)
+        if not valid:
+            diags.append(
+                error(
+                    "K0005",
+                    Span(byte, byte + len(tok)),
+                    f"invalid number literal `{quoted(tok)}`",
+                )
+            )
+    elif group == "string":
+        kind = K.STRING
+        for esc in _ANY_ESCAPE.finditer(tok):
+            if not _ESCAPE.match(tok, esc.start()):
+                s = byte + utf8_len(tok[: esc.start()])
                 diags.append(
                     error(
-                        "K0005",
-                        Span(byte, byte + len(tok)),
-                        f"invalid number literal `{quoted(tok)}`",
+                        "K0006",
+                        Span(s, s + utf8_len(esc.group())),
+                        f"unknown escape `{esc.group()}` in string literal",
                     )
                 )
-        elif group == "string":
-            kind = K.STRING
-            tok = m.group()
-            for esc in _ANY_ESCAPE.finditer(tok):
-                if not _ESCAPE.match(tok, esc.start()):
-                    s = byte + utf8_len(tok[: esc.start()])
-                    diags.append(
-                        error(
-                            "K0006",
-                            Span(s, s + utf8_len(esc.group())),
-                            f"unknown escape `{esc.group()}` in string literal",
-                        )
-                    )
-        elif group == "unterminated":
-            kind = K.ERROR_TOKEN
-            tok = m.group()
-            diags.append(
-                error(
-                    "K0003",
-                    Span(byte, byte + utf8_len(tok)),
-                    'unterminated string literal: add a closing `"` before the end of the line',
-                )
+    elif group == "unterminated":
+        kind = K.ERROR_TOKEN
+        diags.append(
+            error(
+                "K0003",
+                Span(byte, byte + utf8_len(tok)),
+                'unterminated string literal: add a closing `"` before the end of the line',
             )
-        elif group == "block":
-            close = _block_comment_end(text, pos)
-            if close < 0:
-                end = n
-                kind = K.ERROR_TOKEN
-                diags.append(
-                    error(
-                        "K0004",
-                        Span(byte, byte + 2),
-                        "unterminated block comment: add a closing `*/`",
-                    )
-                )
-            else:
-                end = close
-                kind = K.COMMENT
-        elif group == "bad":
+        )
+    elif group == "block":
+        clean = False  # its extent depends on what follows `/*`
+        if _block_comment_end(text, pos) < 0:
             kind = K.ERROR_TOKEN
             diags.append(
                 error(
-                    "K0001",
-                    Span(byte, byte + (end - pos)),
-                    "invalid UTF-8 in source" + ("" if end - pos == 1 else f" ({end - pos} bytes)"),
+                    "K0004",
+                    Span(byte, byte + 2),
+                    "unterminated block comment: add a closing `*/`",
                 )
             )
-        else:  # other: one stray character
-            kind = K.ERROR_TOKEN
-            ch = m.group()
-            diags.append(
-                error(
-                    "K0002",
-                    Span(byte, byte + utf8_len(ch)),
-                    f"unexpected character {ch!r} (U+{ord(ch):04X})",
-                )
+        else:
+            kind = K.COMMENT
+    elif group == "bad":
+        kind = K.ERROR_TOKEN
+        diags.append(
+            error(
+                "K0001",
+                Span(byte, byte + (end - pos)),
+                "invalid UTF-8 in source" + ("" if end - pos == 1 else f" ({end - pos} bytes)"),
             )
-        tok = text[pos:end]
-        if not ascii_only and kind in bad_checked:
-            for bad in _BAD_RUN.finditer(tok):
-                s = byte + utf8_len(tok[: bad.start()])
-                diags.append(
-                    error("K0001", Span(s, s + len(bad.group())), "invalid UTF-8 in source")
-                )
-        append_kind(kind)
-        append_text(tok)
-        byte += (end - pos) if ascii_only else utf8_len(tok)
-        pos = end
-    return out
+        )
+    else:  # other: one stray character
+        kind = K.ERROR_TOKEN
+        ch = m.group()
+        diags.append(
+            error(
+                "K0002",
+                Span(byte, byte + utf8_len(ch)),
+                f"unexpected character {ch!r} (U+{ord(ch):04X})",
+            )
+        )
+    if not ascii_only and kind in _BAD_CHECKED:
+        for bad in _BAD_RUN.finditer(tok):
+            s = byte + utf8_len(tok[: bad.start()])
+            diags.append(error("K0001", Span(s, s + len(bad.group())), "invalid UTF-8 in source"))
+    return kind, clean and len(diags) == n_diags

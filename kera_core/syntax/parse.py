@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.source import decode
 from kera_core.stack import deep_recursion
-from kera_core.syntax.builder import TreeBuilder
+from kera_core.syntax.builder import TreeBuilder, significant
 from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.lexer import LexedText, lex
 from kera_core.syntax.parser import grammar
-from kera_core.syntax.parser.events import FINISH, Error, Start, Token
+from kera_core.syntax.parser.events import FINISH, TOKEN
 from kera_core.syntax.parser.parser import Parser, Stuck
 from kera_core.syntax.tree import GreenNode, NodeCache, SyntaxNode
 
@@ -41,14 +41,6 @@ class Parse:
         return str(self.green)
 
 
-_TRIVIA = frozenset(k for k in SyntaxKind if k.is_trivia)
-
-
-def _significant(lexed: LexedText) -> list[SyntaxKind]:
-    trivia = _TRIVIA
-    return [k for k in lexed.kinds if k not in trivia]
-
-
 def run_rule(
     lexed: LexedText,
     rule: Callable[[Parser], None],
@@ -61,30 +53,36 @@ def run_rule(
     With ``root`` set, the rule's output is wrapped in a ``root`` node (a file). With
     ``root`` None the rule itself must produce exactly one node (a block reparse).
     """
-    kinds = _significant(lexed)
+    sig = significant(lexed.kinds)
+    kinds = list(map(lexed.kinds.__getitem__, sig))
     p = Parser(kinds)
     stopped = None
     try:
-        with deep_recursion():  # MAX_DEPTH levels of nesting, several frames each
+        # MAX_DEPTH levels of nesting, several frames each; no cyclic GC passes over the
+        # hundreds of thousands of short-lived events and nodes (none of them in a cycle).
+        with deep_recursion(quiet_gc=True):
             rule(p)
     except Stuck:
-        stopped = Error("K0109", "parser stopped: could not make progress here")
+        stopped = ("K0109", "parser stopped: could not make progress here")
     except RecursionError:  # only when the caller itself left almost no room
-        stopped = Error("K0108", "nested too deeply to parse")
+        stopped = ("K0108", "nested too deeply to parse")
     if stopped is not None:
         # A grammar rule made no progress: keep what was parsed, the rest is one ERROR.
-        p.events.insert(0, Start(root or K.ERROR))
-        p.events.append(stopped)
-        p.events.append(Start(K.ERROR))
-        p.events.extend(Token(k) for k in kinds[p.pos :])
+        # (Markers still open are tombstones: the builder skips them.)
+        p.events.insert(0, root or K.ERROR)
+        p.errors.append(stopped)
+        p.events.append(-len(p.errors))
+        p.events.append(K.ERROR)
+        p.events.extend([TOKEN] * (len(kinds) - p.pos))
         p.events.append(FINISH)
         p.events.append(FINISH)
         p.pos = len(kinds)
     consumed = p.pos == len(kinds)
     if root is None and not consumed:
         return GreenNode(K.ERROR, ()), [], False
-    builder = TreeBuilder(lexed, cache, base)
-    green = builder.run(p.events)
+    builder = TreeBuilder(lexed, cache, base, sig)
+    with deep_recursion(quiet_gc=True):
+        green = builder.run(p.events, p.errors)
     return green, builder.diagnostics, consumed
 
 

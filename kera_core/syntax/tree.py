@@ -102,22 +102,28 @@ class GreenNode:
         if not isinstance(other, GreenNode):
             return False
         stack = [(self, other)]
+        pop = stack.pop
+        push = stack.append
         while stack:
-            a, b = stack.pop()
-            if a is b:
-                continue
-            if a.is_token or b.is_token:
-                if a != b:
-                    return False
-                continue
+            a, b = pop()
+            ac = a.children
+            bc = b.children
             if (
                 a.kind != b.kind
                 or a.text_len != b.text_len
                 or hash(a) != hash(b)
-                or len(a.children) != len(b.children)
+                or len(ac) != len(bc)
             ):
                 return False
-            stack.extend(zip(a.children, b.children, strict=False))
+            # Shared children (interned tokens and small nodes) are skipped at once; only
+            # pairs of distinct nodes are pushed.
+            for x, y in zip(ac, bc, strict=False):
+                if x is not y:
+                    if x.is_token or y.is_token:
+                        if x != y:
+                            return False
+                    else:
+                        push((x, y))
         return True
 
     def __str__(self) -> str:
@@ -156,15 +162,21 @@ class NodeCache:
 
     Big nodes are rarely repeated and costly to hash-compare, so only nodes with at
     most ``MAX_CHILDREN`` children are interned (rowan's trade-off).
+
+    Nodes are looked up by ``(kind, the children's hashes)``, a key of integers that
+    hashes without calling back into Python; a found node still counts only if its
+    children are equal to the new ones (identity first, then structural ``__eq__``), so
+    the answer is exactly that of a dict keyed by ``(kind, children)``. Different
+    children with the same hashes (a hash collision) live in ``collided``, keyed by
+    ``(kind, children)``.
     """
 
     MAX_CHILDREN = 3
 
     def __init__(self) -> None:
         self.tokens: dict[tuple[SyntaxKind, str], GreenToken] = {}
-        # Keyed by (kind, children): tuple comparison tries identity first and falls back
-        # to the children's structural ``__eq__``, which is exactly node equality.
-        self.nodes: dict[tuple[SyntaxKind, tuple[GreenToken | GreenNode, ...]], GreenNode] = {}
+        self.nodes: dict[tuple[SyntaxKind, tuple[int, ...]], GreenNode] = {}
+        self.collided: dict[tuple[SyntaxKind, tuple[GreenToken | GreenNode, ...]], GreenNode] = {}
 
     def token(self, kind: SyntaxKind, text: str) -> GreenToken:
         key = (kind, text)
@@ -176,10 +188,23 @@ class NodeCache:
     def node(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> GreenNode:
         if len(children) > self.MAX_CHILDREN:
             return _new_node(kind, children)
-        key = (kind, children)
+        hashes = tuple([hash(c) for c in children])
+        key = (kind, hashes)
         node = self.nodes.get(key)
         if node is None:
             node = self.nodes[key] = _new_node(kind, children)
+        elif node.children != children:
+            node = self.interned_collision(kind, children)
+        return node
+
+    def interned_collision(
+        self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]
+    ) -> GreenNode:
+        """The interned node for children whose hashes match another node's."""
+        key = (kind, children)
+        node = self.collided.get(key)
+        if node is None:
+            node = self.collided[key] = _new_node(kind, children)
         return node
 
 

@@ -1,7 +1,8 @@
 """The parser state: a cursor over non-trivia token kinds that emits events.
 
 It never builds a tree. Markers open nodes; completing a marker closes the node;
-``CompletedMarker.precede`` wraps a finished node in a new parent (left recursion).
+``precede`` wraps a finished node in a new parent (left recursion). A marker is the index
+of its start event in ``events`` (a plain ``int``; see ``events.py`` for the encoding).
 A fuel counter, refilled on every consumed token, catches a grammar rule that
 loops without progress: the parse then stops cleanly instead of hanging.
 """
@@ -11,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
-from kera_core.syntax.parser.events import FINISH, Error, Event, Start, Token
+from kera_core.syntax.parser.events import (
+    FINISH,
+    FP_SHIFT,
+    KIND_MASK,
+    LEAF,
+    TOKEN,
+    TOMBSTONE,
+    Event,
+)
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
@@ -21,10 +30,10 @@ MAX_DEPTH = 128
 # times per level, so the budget scales with the depth limit.
 FUEL = 16 * MAX_DEPTH
 EOF = K.EOF
-# Token events carry only their kind and are never mutated: one shared event per kind.
-_TOKEN_EVENT: list[Token] = [Token(k) for k in range(max(SyntaxKind) + 1)]  # type: ignore[arg-type]
-for _k in SyntaxKind:
-    _TOKEN_EVENT[_k] = Token(_k)
+
+#: A started node: the index of its start event. Completing it returns the same index.
+Marker = int
+CompletedMarker = int
 
 
 class Stuck(Exception):
@@ -33,10 +42,11 @@ class Stuck(Exception):
 
 class Parser:
     def __init__(self, kinds: list[SyntaxKind]) -> None:
-        self.kinds = kinds
         self.n = len(kinds)
+        self.kinds = [*kinds, EOF]  # one EOF past the end: looking at `pos` needs no bounds check
         self.pos = 0
         self.events: list[Event] = []
+        self.errors: list[tuple[str, str]] = []  # error event -i is errors[i - 1]
         self.fuel = FUEL
         self.depth = 0
         self.no_struct = False  # inside `if`/`while`/`for` heads: `x {` is not a struct literal
@@ -54,35 +64,31 @@ class Parser:
         self.fuel -= 1
         if self.fuel <= 0:
             raise Stuck
-        pos = self.pos
-        return self.kinds[pos] if pos < self.n else EOF
+        return self.kinds[self.pos]
 
     def at(self, kind: SyntaxKind) -> bool:
         self.fuel -= 1
         if self.fuel <= 0:
             raise Stuck
-        pos = self.pos
-        return (self.kinds[pos] if pos < self.n else EOF) == kind
+        return self.kinds[self.pos] == kind
 
     def at_any(self, kinds: Collection[SyntaxKind]) -> bool:
         self.fuel -= 1
         if self.fuel <= 0:
             raise Stuck
-        pos = self.pos
-        return (self.kinds[pos] if pos < self.n else EOF) in kinds
+        return self.kinds[self.pos] in kinds
 
     def at_eof(self) -> bool:
         self.fuel -= 1
         if self.fuel <= 0:
             raise Stuck
-        pos = self.pos
-        return (self.kinds[pos] if pos < self.n else EOF) == EOF
+        return self.pos >= self.n
 
     # --- consuming --------------------------------------------------------
     def bump(self) -> None:
         pos = self.pos
         if pos < self.n:
-            self.events.append(_TOKEN_EVENT[self.kinds[pos]])
+            self.events.append(TOKEN)
             self.pos = pos + 1
             self.fuel = FUEL
 
@@ -91,14 +97,13 @@ class Parser:
         if self.fuel <= 0:
             raise Stuck
         pos = self.pos
-        if pos < self.n:
-            if self.kinds[pos] == kind:
-                self.events.append(_TOKEN_EVENT[kind])
+        if self.kinds[pos] == kind:
+            if pos < self.n:
+                self.events.append(TOKEN)
                 self.pos = pos + 1
                 self.fuel = FUEL
-                return True
-            return False
-        return kind == EOF  # `eat(EOF)` at the end succeeds without consuming
+            return True  # `eat(EOF)` at the end succeeds without consuming
+        return False
 
     def expect(self, kind: SyntaxKind) -> bool:
         if self.eat(kind):
@@ -109,26 +114,68 @@ class Parser:
     # --- nodes ------------------------------------------------------------
     def start(self) -> Marker:
         events = self.events
-        events.append(Start(None))
-        return Marker(len(events) - 1)
+        events.append(TOMBSTONE)
+        return len(events) - 1
+
+    def leaf(self, kind: SyntaxKind) -> CompletedMarker:
+        """A ``kind`` node holding the next token: ``start``, ``bump``, ``complete`` at once."""
+        events = self.events
+        m = len(events)
+        pos = self.pos
+        if pos < self.n and m:
+            events.append(kind | LEAF)
+            self.pos = pos + 1
+            self.fuel = FUEL
+        else:  # at the end (no token), or the first event (a root): spelled out
+            events.append(kind)
+            self.bump()
+            events.append(FINISH)
+        return m
+
+    def leaf2(self, outer: SyntaxKind, inner: SyntaxKind) -> CompletedMarker:
+        """An ``outer`` node holding an ``inner`` leaf (``PATH_EXPR(NAME_REF(x))``)."""
+        m = self.start()
+        self.leaf(inner)
+        return self.complete(m, outer)
+
+    def complete(self, m: Marker, kind: SyntaxKind) -> CompletedMarker:
+        """Close the node opened by ``m`` as a ``kind`` node."""
+        events = self.events
+        events[m] = kind  # not yet completed, so it has no forward parent
+        events.append(FINISH)
+        return m
+
+    def abandon(self, m: Marker) -> None:
+        events = self.events
+        if m == len(events) - 1:
+            events.pop()
+        # otherwise it stays a tombstone
+
+    def precede(self, cm: CompletedMarker) -> Marker:
+        """A new node that starts where ``cm`` did and will contain it."""
+        events = self.events
+        events.append(TOMBSTONE)
+        m = len(events) - 1
+        events[cm] = (events[cm] & (KIND_MASK | LEAF)) | ((m - cm) << FP_SHIFT)
+        return m
 
     def error(self, code: str, message: str) -> None:
         """Report at the next token (the lexer already reported ERROR tokens)."""
         if self.nth(0) == K.ERROR_TOKEN:
             return
-        self.events.append(Error(code, message))
+        errors = self.errors
+        errors.append((code, message))
+        self.events.append(-len(errors))
 
     def err_and_bump(self, code: str, message: str) -> None:
         m = self.start()
         self.error(code, message)
         self.bump()
-        m.complete(self, K.ERROR)
+        self.complete(m, K.ERROR)
 
     def bump_error(self) -> None:
         """Wrap one already-reported token in an ERROR node, so parsing moves on."""
-        m = self.start()
-        self.bump()
-        m.complete(self, K.ERROR)
+        self.leaf(K.ERROR)
 
     def err_recover(self, code: str, message: str, recovery: Collection[SyntaxKind]) -> None:
         """Report; consume the token into an ERROR node unless it starts something we know."""
@@ -153,36 +200,4 @@ class Parser:
             elif depth == 0 and k == K.SEMI:
                 break
             self.bump()
-        return m.complete(self, K.ERROR)
-
-
-class Marker:
-    __slots__ = ("pos",)
-
-    def __init__(self, pos: int) -> None:
-        self.pos = pos
-
-    def complete(self, p: Parser, kind: SyntaxKind) -> CompletedMarker:
-        events = p.events
-        events[self.pos].kind = kind
-        events.append(FINISH)
-        return CompletedMarker(self.pos, kind)
-
-    def abandon(self, p: Parser) -> None:
-        if self.pos == len(p.events) - 1:
-            p.events.pop()
-        # otherwise it stays a tombstone Start(None)
-
-
-class CompletedMarker:
-    __slots__ = ("pos", "kind")
-
-    def __init__(self, pos: int, kind: SyntaxKind) -> None:
-        self.pos = pos
-        self.kind = kind
-
-    def precede(self, p: Parser) -> Marker:
-        """A new node that starts where this one did and will contain it."""
-        m = p.start()
-        p.events[self.pos].forward_parent = m.pos - self.pos
-        return m
+        return self.complete(m, K.ERROR)

@@ -41,18 +41,14 @@ _STOP_SETS: dict[SyntaxKind, frozenset[SyntaxKind]] = {}  # `delimited`'s stop s
 
 def name(p: Parser, what: str = "a name") -> bool:
     if p.at(K.IDENT):
-        m = p.start()
-        p.bump()
-        m.complete(p, K.NAME)
+        p.leaf(K.NAME)
         return True
     p.error("K0100", f"expected {what}, found {describe(p.current())}")
     return False
 
 
 def name_ref(p: Parser) -> None:
-    m = p.start()
-    p.bump()
-    m.complete(p, K.NAME_REF)
+    p.leaf(K.NAME_REF)
 
 
 def recover_until(p: Parser, code: str, message: str, stop: Collection[SyntaxKind]) -> None:
@@ -80,7 +76,7 @@ def recover_until(p: Parser, code: str, message: str, stop: Collection[SyntaxKin
         p.bump()
         if depth == 0 and k == K.R_BRACE:
             break
-    m.complete(p, K.ERROR)
+    p.complete(m, K.ERROR)
 
 
 def delimited(

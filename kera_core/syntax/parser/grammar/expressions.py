@@ -84,7 +84,7 @@ def block(p: Parser) -> None:
     p.no_struct = saved
     if not p.eat(K.R_BRACE):
         p.error("K0106", f"expected `}}` to close the block, found {describe(p.current())}")
-    m.complete(p, K.BLOCK)
+    p.complete(m, K.BLOCK)
 
 
 def stmt(p: Parser) -> None:
@@ -101,22 +101,22 @@ def stmt(p: Parser) -> None:
         # `if c { a } - 1` is two statements, not a subtraction.
         primary(p)
         if p.at(K.R_BRACE):
-            m.abandon(p)  # the block's tail expression
+            p.abandon(m)  # the block's tail expression
             return
         p.eat(K.SEMI)
-        m.complete(p, K.EXPR_STMT)
+        p.complete(m, K.EXPR_STMT)
         return
     e = expr(p)
     if e is None:
-        m.abandon(p)
+        p.abandon(m)
         recover_until(p, "K0102", f"expected a statement, found {describe(k)}", _STMT_RECOVERY)
         return
     if p.at(K.R_BRACE):
-        m.abandon(p)  # the block's tail expression
+        p.abandon(m)  # the block's tail expression
         return
     if not p.eat(K.SEMI):
         p.error("K0100", f"expected `;` after the expression, found {describe(p.current())}")
-    m.complete(p, K.EXPR_STMT)
+    p.complete(m, K.EXPR_STMT)
 
 
 def let_stmt(p: Parser) -> None:
@@ -133,7 +133,7 @@ def let_stmt(p: Parser) -> None:
             )
     if not p.eat(K.SEMI):
         p.error("K0100", f"expected `;` after `let`, found {describe(p.current())}")
-    m.complete(p, K.LET_STMT)
+    p.complete(m, K.LET_STMT)
 
 
 # --- expressions ---------------------------------------------------------------
@@ -172,10 +172,10 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
         if k == K.AS_KW:
             if CAST_BP < min_bp:
                 break
-            m = lhs.precede(p)
+            m = p.precede(lhs)
             p.bump()
             type_(p)
-            lhs = m.complete(p, K.CAST_EXPR)
+            lhs = p.complete(m, K.CAST_EXPR)
             continue
         info = INFIX.get(k)
         if info is None:
@@ -191,11 +191,11 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
             if chained_range:
                 p.error("K0111", "range operators cannot be chained: use parentheses")
             chained_range = True
-        m = lhs.precede(p)
+        m = p.precede(lhs)
         p.bump()
         if expr_bp(p, bp if right else bp + 1) is None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
-        lhs = m.complete(p, kind)
+        lhs = p.complete(m, kind)
     return lhs
 
 
@@ -212,7 +212,7 @@ def unary(p: Parser) -> CompletedMarker | None:
                 p.eat(K.MUT_KW)
             if unary(p) is None:
                 p.error("K0102", f"expected an expression, found {describe(p.current())}")
-            return m.complete(p, K.REF_EXPR if k == K.AMP else K.PREFIX_EXPR)
+            return p.complete(m, K.REF_EXPR if k == K.AMP else K.PREFIX_EXPR)
         finally:
             p.depth -= 1
     lhs = primary(p)
@@ -225,21 +225,21 @@ def postfix(p: Parser, lhs: CompletedMarker) -> CompletedMarker:
     while True:
         k = p.current()
         if k == K.L_PAREN:
-            m = lhs.precede(p)
+            m = p.precede(lhs)
             _list(p, K.ARG_LIST, K.R_PAREN, "an argument")
-            lhs = m.complete(p, K.CALL_EXPR)
+            lhs = p.complete(m, K.CALL_EXPR)
         elif k == K.L_BRACK:
-            m = lhs.precede(p)
+            m = p.precede(lhs)
             _list(p, K.INDEX_LIST, K.R_BRACK, "an index")
-            lhs = m.complete(p, K.INDEX_EXPR)
+            lhs = p.complete(m, K.INDEX_EXPR)
         elif k == K.DOT:
-            m = lhs.precede(p)
+            m = p.precede(lhs)
             p.bump()
             if p.at(K.IDENT):
                 name_ref(p)
             else:
                 p.error("K0100", f"expected a field name after `.`, found {describe(p.current())}")
-            lhs = m.complete(p, K.FIELD_EXPR)
+            lhs = p.complete(m, K.FIELD_EXPR)
         else:
             return lhs
 
@@ -250,7 +250,7 @@ def _list(p: Parser, kind: SyntaxKind, close: SyntaxKind, what: str) -> None:
     saved, p.no_struct = p.no_struct, False
     delimited(p, close, EXPR_FIRST, _list_element, what)
     p.no_struct = saved
-    m.complete(p, kind)
+    p.complete(m, kind)
 
 
 def _list_element(p: Parser) -> None:
@@ -260,9 +260,7 @@ def _list_element(p: Parser) -> None:
 def primary(p: Parser) -> CompletedMarker | None:
     k = p.current()
     if k in LITERALS:
-        m = p.start()
-        p.bump()
-        return m.complete(p, K.LITERAL)
+        return p.leaf(K.LITERAL)
     if k == K.IDENT:
         if (
             not p.no_struct
@@ -270,9 +268,7 @@ def primary(p: Parser) -> CompletedMarker | None:
             and (p.nth(2) == K.R_BRACE or (p.nth(2) == K.IDENT and p.nth(3) == K.COLON))
         ):
             return struct_lit(p)
-        m = p.start()
-        name_ref(p)
-        return m.complete(p, K.PATH_EXPR)
+        return p.leaf2(K.PATH_EXPR, K.NAME_REF)
     if k == K.L_PAREN:
         m = p.start()
         p.bump()
@@ -287,18 +283,18 @@ def primary(p: Parser) -> CompletedMarker | None:
                 )
         p.no_struct = saved
         p.expect(K.R_PAREN)
-        return m.complete(p, K.PAREN_EXPR)
+        return p.complete(m, K.PAREN_EXPR)
     if k == K.L_BRACK:
         m = p.start()
         p.bump()
         saved, p.no_struct = p.no_struct, False
         delimited(p, K.R_BRACK, EXPR_FIRST, _list_element, "an element")
         p.no_struct = saved
-        return m.complete(p, K.ARRAY_EXPR)
+        return p.complete(m, K.ARRAY_EXPR)
     if k == K.L_BRACE:
         m = p.start()
         block(p)
-        return m.complete(p, K.BLOCK_EXPR)
+        return p.complete(m, K.BLOCK_EXPR)
     if k == K.IF_KW:
         return if_expr(p)
     if k == K.FOR_KW:
@@ -312,24 +308,22 @@ def primary(p: Parser) -> CompletedMarker | None:
         elif _expr_no_struct(p) is None:
             p.error("K0102", f"expected a range, found {describe(p.current())}")
         block(p)
-        return m.complete(p, K.FOR_EXPR)
+        return p.complete(m, K.FOR_EXPR)
     if k == K.WHILE_KW:
         m = p.start()
         p.bump()
         if _expr_no_struct(p) is None:
             p.error("K0102", f"expected a condition, found {describe(p.current())}")
         block(p)
-        return m.complete(p, K.WHILE_EXPR)
+        return p.complete(m, K.WHILE_EXPR)
     if k == K.RETURN_KW:
         m = p.start()
         p.bump()
         if p.at_any(EXPR_FIRST):
             expr(p)
-        return m.complete(p, K.RETURN_EXPR)
+        return p.complete(m, K.RETURN_EXPR)
     if k == K.BREAK_KW or k == K.CONTINUE_KW:
-        m = p.start()
-        p.bump()
-        return m.complete(p, K.BREAK_EXPR if k == K.BREAK_KW else K.CONTINUE_EXPR)
+        return p.leaf(K.BREAK_EXPR if k == K.BREAK_KW else K.CONTINUE_EXPR)
     return None
 
 
@@ -350,7 +344,7 @@ def if_expr(p: Parser) -> CompletedMarker:
             break
     done = None
     for m in reversed(markers):
-        done = m.complete(p, K.IF_EXPR)
+        done = p.complete(m, K.IF_EXPR)
     assert done is not None
     return done
 
@@ -363,8 +357,8 @@ def struct_lit(p: Parser) -> CompletedMarker:
     saved, p.no_struct = p.no_struct, False
     delimited(p, K.R_BRACE, {K.IDENT}, _struct_lit_field, "a field")
     p.no_struct = saved
-    fields.complete(p, K.STRUCT_LIT_FIELD_LIST)
-    return m.complete(p, K.STRUCT_LIT)
+    p.complete(fields, K.STRUCT_LIT_FIELD_LIST)
+    return p.complete(m, K.STRUCT_LIT)
 
 
 def _struct_lit_field(p: Parser) -> None:
@@ -373,4 +367,4 @@ def _struct_lit_field(p: Parser) -> None:
     if p.expect(K.COLON):
         if expr(p) is None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
-    m.complete(p, K.STRUCT_LIT_FIELD)
+    p.complete(m, K.STRUCT_LIT_FIELD)

@@ -18,16 +18,14 @@ def source_file(p: Parser) -> None:
     m = p.start()
     while not p.at_eof():
         item(p)
-    m.complete(p, K.SOURCE_FILE)
+    p.complete(m, K.SOURCE_FILE)
 
 
 def item(p: Parser) -> None:
     m = p.start()
     has_vis = False
     if p.at(K.PUB_KW):
-        v = p.start()
-        p.bump()
-        v.complete(p, K.VISIBILITY)
+        p.leaf(K.VISIBILITY)
         has_vis = True
     k = p.current()
     if k == K.FN_KW:
@@ -38,9 +36,9 @@ def item(p: Parser) -> None:
         const(p, m)
     elif has_vis:
         p.error("K0101", f"expected `fn`, `struct` or `const` after `pub`, found {describe(k)}")
-        m.complete(p, K.ERROR)
+        p.complete(m, K.ERROR)
     else:
-        m.abandon(p)
+        p.abandon(m)
         recover_until(
             p,
             "K0101",
@@ -49,9 +47,7 @@ def item(p: Parser) -> None:
         )
         if not p.at_eof() and not p.at_any(_ITEM_RECOVERY):
             # a stray closing delimiter: take it so the loop makes progress
-            e = p.start()
-            p.bump()
-            e.complete(p, K.ERROR)
+            p.leaf(K.ERROR)
 
 
 def fn(p: Parser, m: Marker) -> None:
@@ -61,39 +57,39 @@ def fn(p: Parser, m: Marker) -> None:
         dims = p.start()
         p.bump()
         delimited(p, K.R_BRACK, {K.IDENT}, _dim_param, "a dimension name")
-        dims.complete(p, K.DIM_PARAM_LIST)
+        p.complete(dims, K.DIM_PARAM_LIST)
     if p.at(K.L_PAREN):
         params = p.start()
         p.bump()
         delimited(p, K.R_PAREN, {K.IDENT, K.MUT_KW}, _param, "a parameter")
-        params.complete(p, K.PARAM_LIST)
+        p.complete(params, K.PARAM_LIST)
     else:
         p.error("K0100", f"expected `(` to open the parameter list, found {describe(p.current())}")
     if p.at(K.ARROW):
         r = p.start()
         p.bump()
         type_(p)
-        r.complete(p, K.RET_TYPE)
+        p.complete(r, K.RET_TYPE)
     if p.at(K.BANG):
         effects = p.start()
         p.bump()
         _effect(p)
         while p.eat(K.COMMA):
             _effect(p)
-        effects.complete(p, K.EFFECT_LIST)
+        p.complete(effects, K.EFFECT_LIST)
     if p.at(K.L_BRACE):
         block(p)
     else:
         p.error("K0100", f"expected a function body `{{`, found {describe(p.current())}")
         if not p.at_any(ITEM_FIRST) and not p.at_eof():
             recover_until(p, "K0104", "unexpected tokens before the next item", ITEM_FIRST)
-    m.complete(p, K.FN)
+    p.complete(m, K.FN)
 
 
 def _dim_param(p: Parser) -> None:
     m = p.start()
     name(p)
-    m.complete(p, K.DIM_PARAM)
+    p.complete(m, K.DIM_PARAM)
 
 
 def _param(p: Parser) -> None:
@@ -102,7 +98,7 @@ def _param(p: Parser) -> None:
     name(p, "a parameter name")
     if p.expect(K.COLON):
         _type_or_skip(p)
-    m.complete(p, K.PARAM)
+    p.complete(m, K.PARAM)
 
 
 def _type_or_skip(p: Parser) -> None:
@@ -113,9 +109,7 @@ def _type_or_skip(p: Parser) -> None:
 
 def _effect(p: Parser) -> None:
     if p.at(K.IDENT):
-        m = p.start()
-        p.bump()
-        m.complete(p, K.EFFECT)
+        p.leaf(K.EFFECT)
     else:
         p.error("K0100", f"expected an effect name (e.g. `io`), found {describe(p.current())}")
 
@@ -127,22 +121,20 @@ def struct(p: Parser, m: Marker) -> None:
         fields = p.start()
         p.bump()
         delimited(p, K.R_BRACE, {K.IDENT, K.PUB_KW}, _field, "a field")
-        fields.complete(p, K.FIELD_LIST)
+        p.complete(fields, K.FIELD_LIST)
     else:
         p.error("K0100", f"expected `{{` to open the field list, found {describe(p.current())}")
-    m.complete(p, K.STRUCT)
+    p.complete(m, K.STRUCT)
 
 
 def _field(p: Parser) -> None:
     m = p.start()
     if p.at(K.PUB_KW):
-        v = p.start()
-        p.bump()
-        v.complete(p, K.VISIBILITY)
+        p.leaf(K.VISIBILITY)
     name(p, "a field name")
     if p.expect(K.COLON):
         _type_or_skip(p)
-    m.complete(p, K.FIELD)
+    p.complete(m, K.FIELD)
 
 
 def const(p: Parser, m: Marker) -> None:
@@ -154,4 +146,4 @@ def const(p: Parser, m: Marker) -> None:
         if expr(p) is None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
     p.expect(K.SEMI)
-    m.complete(p, K.CONST)
+    p.complete(m, K.CONST)

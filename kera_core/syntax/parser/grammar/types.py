@@ -25,7 +25,7 @@ def type_(p: Parser) -> bool:
             p.bump()
             p.eat(K.MUT_KW)
             type_(p)
-            m.complete(p, K.REF_TYPE)
+            p.complete(m, K.REF_TYPE)
             return True
         finally:
             p.depth -= 1
@@ -33,22 +33,20 @@ def type_(p: Parser) -> bool:
         m = p.start()
         p.bump()
         p.bump()
-        cm = m.complete(p, K.UNIT_TYPE)
+        cm = p.complete(m, K.UNIT_TYPE)
     elif k == K.IDENT:
-        m = p.start()
-        name_ref(p)
-        cm = m.complete(p, K.NAMED_TYPE)
+        cm = p.leaf2(K.NAMED_TYPE, K.NAME_REF)
         if p.at(K.L_BRACK):
-            m = cm.precede(p)
+            m = p.precede(cm)
             shape(p)
-            cm = m.complete(p, K.TENSOR_TYPE)
+            cm = p.complete(m, K.TENSOR_TYPE)
     else:
         p.error("K0103", f"expected a type, found {describe(k)}")
         return False
     if p.at(K.AT):
-        m = cm.precede(p)
+        m = p.precede(cm)
         mem_space(p)
-        m.complete(p, K.SPACE_TYPE)
+        p.complete(m, K.SPACE_TYPE)
     return True
 
 
@@ -56,7 +54,7 @@ def shape(p: Parser) -> None:
     m = p.start()
     p.bump()  # [
     delimited(p, K.R_BRACK, DIM_FIRST, dim, "a dimension (a number or a name)")
-    m.complete(p, K.SHAPE)
+    p.complete(m, K.SHAPE)
 
 
 def dim(p: Parser) -> None:
@@ -65,7 +63,7 @@ def dim(p: Parser) -> None:
         name_ref(p)
     else:
         p.bump()
-    m.complete(p, K.DIM)
+    p.complete(m, K.DIM)
 
 
 def mem_space(p: Parser) -> None:
@@ -75,4 +73,4 @@ def mem_space(p: Parser) -> None:
         name_ref(p)
     else:
         p.error("K0100", "expected a memory space (`host`, `device`, `pinned`, `unified`)")
-    m.complete(p, K.MEM_SPACE)
+    p.complete(m, K.MEM_SPACE)
