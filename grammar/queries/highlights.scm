@@ -51,7 +51,8 @@
     "exp" "log" "sqrt" "tanh" "sigmoid" "abs" "fma" "minimum" "maximum" "sum" "max" "min"
     "argmax" "mean" "dot" "matmul" "softmax" "layernorm" "conv1d" "zeros" "full" "move_to"
     "copy_to" "print" "argmin" "transpose" "reshape" "broadcast_to" "outer" "concat" "stack"
-    "where" "clone" "arange" "linspace"))
+    "where" "clone" "arange" "linspace" "floor" "ceil" "trunc" "round" "round_half_away"
+    "copysign"))
 (call_expression
   function: (field_expression
     field: (field_identifier) @function.call))

@@ -210,6 +210,31 @@ def _abs(node: Node, ctx, a):
     return fp.canon(abs(a))  # floats: clear the sign bit; integers wrap (abs(MIN) == MIN)
 
 
+# --- the exact functions (docs/semantics.md §6.8): numpy's are exact IEEE operations ---------
+
+
+@handles("floor", "ceil", "trunc", "round", "round_half_away")
+def _exact(node: Node, ctx, a):
+    with np.errstate(all="ignore"):
+        if node.op == "round_half_away":
+            m = np.abs(a)
+            t = np.trunc(m)
+            # m - t is exact (Sterbenz for m >= 1; t = 0 below); inf - inf is NaN: not a tie
+            r = np.copysign(np.where(m - t >= 0.5, t + 1, t).astype(m.dtype), a)
+        else:
+            fn = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint}
+            r = fn[node.op](a)
+    return _scalar_back(fp.canon(np.asarray(r, dtype=np.asarray(a).dtype)), a)
+
+
+@handles("copysign")
+def _copysign(node: Node, ctx, a, b):
+    # a NaN second operand counts as positive (its sign bit is no part of the value, §3)
+    b = np.where(np.isnan(b), np.asarray(1, np.asarray(b).dtype), b)
+    r = np.copysign(a, b).astype(np.result_type(a, b))
+    return _scalar_back(fp.canon(np.asarray(r)), a if isinstance(a, np.ndarray) else b)
+
+
 def _unary_float(name: str):
     fn = mathfns.UNARY[name]
 

@@ -247,6 +247,29 @@ for _name in ("exp", "log", "sqrt", "tanh", "sigmoid"):
         return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
 
 
+for _name, _doc in [
+    ("floor", "the largest integer <= x, elementwise (exact; -0 and the sign of zero kept)"),
+    ("ceil", "the smallest integer >= x, elementwise (exact; ceil(-0.5) = -0)"),
+    ("trunc", "x rounded toward zero, elementwise (exact; trunc(-0.7) = -0)"),
+    ("round", "x rounded to the nearest integer, ties to even, elementwise (exact)"),
+    ("round_half_away", "x rounded to the nearest integer, ties away from zero (exact)"),
+]:
+
+    @op(_name, 1, _doc + "; docs/semantics.md §6.8")
+    def _exact_float(inputs, attrs):
+        return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
+@op(
+    "copysign",
+    2,
+    "the magnitude of the first operand with the sign bit of the second (a NaN "
+    "second operand counts as positive), elementwise; docs/semantics.md §6.8",
+)
+def _copysign(inputs, attrs):
+    return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
 @op("fma", 3, "a*b+c with one rounding; the only fused operation in Kera")
 def _fma(inputs, attrs):
     return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)

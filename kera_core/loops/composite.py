@@ -1,7 +1,9 @@
 """The composites, expanded once into primitives exactly as docs/semantics.md defines them.
 
 * §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
-  one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both);
+  one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both),
+  and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
+  `copysign`) from `roundeven`, compares, selects and the sign bit;
 * §7 reductions: the canonical sum (tiles of 1024, 16 lanes, the lane tree, the
   left-complete tile tree), `max`/`min`, `argmax`, `dot`, `mean`;
 * §8 `matmul` (k in increasing order), `conv1d`, `softmax`, `layernorm`.
@@ -191,6 +193,82 @@ def sigmoid(e: Emitter, x: Operand, t: str) -> Var:
 
 
 UNARY = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid}
+
+
+# --- §6.8 the exact functions ---------------------------------------------------------------
+
+
+def _sign_mask(t: str) -> Imm:
+    return imm(_FMT[t][1], 1 << (BITS[t] - 1))
+
+
+def _with_sign_of(e: Emitter, m: Operand, x: Operand, t: str) -> Var:
+    """m's magnitude with x's sign bit: float((bits(m) & ~SIGN) | (bits(x) & SIGN))."""
+    ut = _FMT[t][1]
+    sign = _sign_mask(t)
+    mag = e.op("and", e.op("bitcast", m, to=ut), imm(ut, (1 << BITS[t]) - 1 - sign.bits))
+    s = e.op("and", e.op("bitcast", x, to=ut), sign)
+    return e.op("bitcast", e.op("or", mag, s), to=t)
+
+
+def _nan_out(e: Emitter, x: Operand, out: Operand, t: str) -> Var:
+    return e.op("select", e.op("ne", x, x), nan(t), out)
+
+
+def floor(e: Emitter, x: Operand, t: str) -> Var:
+    """r = roundeven(x); r > x ? r − 1 : r (r − 1 is exact: r > x only below 2^p)."""
+    r = e.op("roundeven", x)
+    out = e.op("select", e.op("gt", r, x), e.op("sub", r, fconst(t, 1.0)), r)
+    return _nan_out(e, x, out, t)
+
+
+def ceil(e: Emitter, x: Operand, t: str) -> Var:
+    """r = roundeven(x); r < x ? r + 1 : r, with x's sign bit (ceil(−0.7) = −0)."""
+    r = e.op("roundeven", x)
+    c = e.op("select", e.op("lt", r, x), e.op("add", r, fconst(t, 1.0)), r)
+    return _nan_out(e, x, _with_sign_of(e, c, x, t), t)
+
+
+def trunc(e: Emitter, x: Operand, t: str) -> Var:
+    """floor(|x|) with x's sign bit."""
+    a = e.op("abs", x)
+    r = e.op("roundeven", a)
+    m = e.op("select", e.op("gt", r, a), e.op("sub", r, fconst(t, 1.0)), r)
+    return _nan_out(e, x, _with_sign_of(e, m, x, t), t)
+
+
+def round_even(e: Emitter, x: Operand, t: str) -> Var:
+    """roundeven(x) (the sign of zero kept: roundeven(−0.5) = −0)."""
+    return _nan_out(e, x, e.op("roundeven", x), t)
+
+
+def round_half_away(e: Emitter, x: Operand, t: str) -> Var:
+    """r = roundeven(|x|); a tie rounded down (|x| − r = 0.5, exact) goes up: r + 1; x's
+    sign bit."""
+    a = e.op("abs", x)
+    r = e.op("roundeven", a)
+    tie_down = e.op("eq", e.op("sub", a, r), fconst(t, 0.5))
+    m = e.op("select", tie_down, e.op("add", r, fconst(t, 1.0)), r)
+    return _nan_out(e, x, _with_sign_of(e, m, x, t), t)
+
+
+def copysign(e: Emitter, x: Operand, y: Operand, t: str) -> Var:
+    """x's magnitude with y's sign bit; a NaN y counts as positive; NaN x: NaN."""
+    ut = _FMT[t][1]
+    sign = _sign_mask(t)
+    s = e.op("and", e.op("bitcast", y, to=ut), sign)
+    s = e.op("select", e.op("ne", y, y), imm(ut, 0), s)
+    mag = e.op("and", e.op("bitcast", x, to=ut), imm(ut, (1 << BITS[t]) - 1 - sign.bits))
+    return _nan_out(e, x, e.op("bitcast", e.op("or", mag, s), to=t), t)
+
+
+EXACT_UNARY = {
+    "floor": floor,
+    "ceil": ceil,
+    "trunc": trunc,
+    "round": round_even,
+    "round_half_away": round_half_away,
+}
 
 
 # --- §7 reductions --------------------------------------------------------------------------

@@ -118,7 +118,10 @@ ELEMENTWISE_BINARY = {
     "minimum": "minimum",
     "maximum": "maximum",
 }
-ELEMENTWISE_UNARY = ("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast")
+ELEMENTWISE_UNARY = (
+    *("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast"),
+    *("floor", "ceil", "trunc", "round", "round_half_away"),
+)
 
 
 MATMUL_ROWS = 4  # rows of a matmul that share each loaded element of b
@@ -212,12 +215,16 @@ def ref_leaves(v) -> list:
     return out
 
 
+# Elementwise operations of more than one operand besides ELEMENTWISE_BINARY's.
+_OTHER_ELEMENTWISE = ("fma", "select", "where", "copysign")
+
 # Consumers that read a fused operand element by element; any other materialises it.
 _READS_LAZILY = (
     set(ELEMENTWISE_BINARY)
     | set(ELEMENTWISE_UNARY)
     | {
         "fma",
+        "copysign",
         "sum",
         "mean",
         "dot",
@@ -534,7 +541,7 @@ class _FnLowering:
             return [c]
         if op == "dim":
             return [self.dims[n.attr("index")]]
-        if op in ELEMENTWISE_BINARY or op in ELEMENTWISE_UNARY or op in ("fma", "select", "where"):
+        if op in ELEMENTWISE_BINARY or op in ELEMENTWISE_UNARY or op in _OTHER_ELEMENTWISE:
             if op == "select" and not isinstance(ins[1], (Var, Imm)):
                 return [self.select_value(ins)]
             return [self.elementwise(n, ins)]
@@ -696,6 +703,10 @@ class _FnLowering:
             return e.op("convert", vals[0], to=to)
         if op in ("exp", "log", "tanh", "sigmoid"):
             return C.UNARY[op](e, vals[0], elem)
+        if op in C.EXACT_UNARY:
+            return C.EXACT_UNARY[op](e, vals[0], elem)
+        if op == "copysign":
+            return C.copysign(e, vals[0], vals[1], elem)
         if op == "fma":
             return e.op("fma", *vals)
         if op in ("select", "where"):
@@ -1522,6 +1533,7 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "select",
     "where",
     "fma",
+    "copysign",
     "range",
     "full",
     "array",

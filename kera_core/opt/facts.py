@@ -52,7 +52,8 @@ NEVER_FAIL = frozenset(
         "not", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "select", "full",
         "array", "sum", "dot", "matmul", "layernorm", "conv1d", "struct", "field",
         "set_field", "range", "print", "move_to", "copy_to", "transpose", "broadcast_to",
-        "outer", "stack", "where", "clone", "arange", "linspace",
+        "outer", "stack", "where", "clone", "arange", "linspace", "floor", "ceil", "trunc",
+        "round", "round_half_away", "copysign",
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})

@@ -33,7 +33,8 @@ FOLDABLE = frozenset(
     {
         "add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or", "xor",
         "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "neg", "not",
-        "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "cast", "select",
+        "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "cast", "select", "floor",
+        "ceil", "trunc", "round", "round_half_away", "copysign",
     }
 )  # fmt: skip
 

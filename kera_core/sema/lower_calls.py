@@ -30,7 +30,9 @@ TOKEN_VAR = "$token"
 # builtin name -> (arity, kind)
 BUILTINS: dict[str, tuple[int, str]] = {
     **{n: (1, "unary") for n in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "softmax")},
-    **{n: (2, "elementwise") for n in ("minimum", "maximum")},
+    # the exact functions (docs/semantics.md §6.8): floats only, elementwise
+    **{n: (1, "unary") for n in ("floor", "ceil", "trunc", "round", "round_half_away")},
+    **{n: (2, "elementwise") for n in ("minimum", "maximum", "copysign")},
     "fma": (3, "elementwise"),
     **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax", "argmin")},
     **{n: (2, "pair") for n in ("dot", "matmul", "conv1d")},

@@ -66,6 +66,12 @@ WHY: dict[str, str] = {
         "clone",
         "arange",
         "linspace",
+        "floor",
+        "ceil",
+        "trunc",
+        "round",
+        "round_half_away",
+        "copysign",
     )
 }
 
