@@ -5,6 +5,7 @@ replayed through every target. `bash scripts/fuzz.sh SECONDS` runs them for long
 from __future__ import annotations
 
 import importlib.util
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,11 @@ def test_a_brief_coverage_guided_run(target: str, corpus: Path, tmp_path: Path) 
     work.mkdir()
     for p in sorted((corpus / target).iterdir())[:40]:
         (work / p.name).write_bytes(p.read_bytes())
+    # libFuzzer's RSS is getrusage's peak, which a child inherits from this process across
+    # fork and exec (Linux keeps the old mm's high-water mark): give the harness its own 2 GB
+    # on top of what the test process has already peaked at, so a memory-hungry test earlier
+    # in the session does not make every harness "out of memory" at its first input
+    inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     r = subprocess.run(
         [
             sys.executable,
@@ -47,6 +53,7 @@ def test_a_brief_coverage_guided_run(target: str, corpus: Path, tmp_path: Path) 
             target,
             "-max_total_time=3",
             "-timeout=20",
+            f"-rss_limit_mb={inherited + 2048}",
             f"-artifact_prefix={tmp_path}/",
             str(work),
         ],  # fmt: skip
