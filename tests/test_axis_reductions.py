@@ -29,6 +29,7 @@ from kera_core.interp.api import run_function as reference
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
+from tests.outcomes import analyzed, outcome
 from tests.tools import tool_missing
 
 FLOAT_OPS = ("sum", "mean", "max", "min", "argmax", "argmin", "softmax", "layernorm")
@@ -76,18 +77,12 @@ def _source(cases) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _analyze(src: str):
-    a = analyze(src)
-    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
-    return a.module
-
-
 _MODULE = []
 
 
 def module():
     if not _MODULE:
-        _MODULE.append(_analyze(_source(CASES)))
+        _MODULE.append(analyzed(_source(CASES)))
     return _MODULE[0]
 
 
@@ -111,13 +106,6 @@ def data(elem: str, shape, seed: int, adversarial: bool) -> np.ndarray:
     return x.astype(dt).reshape(shape)
 
 
-def outcome(run) -> str:
-    try:
-        return "ok " + run().digest()
-    except InterpError as e:
-        return "error " + e.code
-
-
 def _bits(a) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
@@ -126,7 +114,7 @@ def _bits(a) -> bytes:
 
 
 def test_result_types_keep_symbolic_dimensions_and_axes_count_from_the_end() -> None:
-    m = _analyze(
+    m = analyzed(
         """
 const AX: i64 = 3 - 2;
 pub fn a[M, N](x: &f32[M, N]) -> f32[N] { sum(x, 0) }
@@ -178,7 +166,7 @@ def test_the_wasm_target_refuses_axis_forms_and_argmin_at_compile_time() -> None
         wasm = get("wasm")
     except ImportError:
         tool_missing("the wasm target needs wasmtime")
-    m = _analyze(
+    m = analyzed(
         "pub fn s[M, N](x: &f32[M, N]) -> f32[N] { sum(x, 0) }\n"
         "pub fn a[N](x: &f32[N]) -> i64 { argmin(x) }\n"
         "pub fn w[M, N](x: &f32[M, N]) -> f32 { sum(x) }\n"
@@ -417,7 +405,7 @@ pub fn a[M, N](x: &f32[M, N]) -> i64[N] { argmin(abs(x), 0) }
 def test_fused_operands_are_read_along_the_axis() -> None:
     """An elementwise operand fused into the reduction (no buffer) is read at the strided
     indices: the same bits on the loop program's shapes and on x86-64."""
-    m = _analyze(FUSED)
+    m = analyzed(FUSED)
     x86 = get("x86_64") if platform.machine() in ("x86_64", "AMD64") else None
     for name in ("s", "e", "a"):
         for shape in ((0, 3), (3, 0), (4, 1025), (5, 17)):

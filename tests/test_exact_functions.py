@@ -30,7 +30,6 @@ import numpy as np
 import pytest
 
 from kera_core.analysis import analyze
-from kera_core.interp import InterpError
 from kera_core.interp.api import run_function as reference
 from kera_core.interp.ops_impl import HANDLERS
 from kera_core.ir.node import Node
@@ -40,6 +39,7 @@ from kera_core.loops.emit import Emitter
 from kera_core.loops.ir import Imm, Op, Var
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
+from tests.outcomes import outcome
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -472,13 +472,6 @@ def inputs(name: str, t: str, n: int, seed: int) -> list[dict]:
     if name.endswith("_b"):
         return [{"x": x[:n], "y": y[0]}]
     return [{"x": x[:n], **({"y": y[:n]} if two else {})}]
-
-
-def outcome(run) -> str:
-    try:
-        return "ok " + run().digest()
-    except InterpError as e:
-        return "error " + e.code
 
 
 SIZES = (0, 1, 17, 1025)

@@ -27,6 +27,7 @@ from kera_core.interp.api import run_function as reference
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
+from tests.outcomes import analyzed, outcome
 from tests.tools import tool_missing
 
 ELEMS = ("f32", "f64", "i32")
@@ -81,18 +82,12 @@ def _source() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _analyze(src: str):
-    a = analyze(src)
-    assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
-    return a.module
-
-
 _MODULE: list = []
 
 
 def module():
     if not _MODULE:
-        _MODULE.append(_analyze(_source()))
+        _MODULE.append(analyzed(_source()))
     return _MODULE[0]
 
 
@@ -152,13 +147,6 @@ def inputs(name: str, elem: str, n: int, seed: int = 0, mismatch: bool = False) 
     return {"lo": scalar(elem, -1.5), "hi": scalar(elem, 2.25), "like": d((n,))}
 
 
-def outcome(run) -> str:
-    try:
-        return "ok " + run().digest()
-    except InterpError as e:
-        return "error " + e.code
-
-
 def _bits(a) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
@@ -174,7 +162,7 @@ def _canon(a: np.ndarray) -> np.ndarray:
 
 
 def test_types_and_one_graph_for_one_meaning() -> None:
-    m = _analyze(
+    m = analyzed(
         """
 pub fn a[M, N](x: &f32[M, N]) -> f32[N, M] { transpose(x) }
 pub fn b[M, N](x: &f32[M, N]) -> f32[N, M] { transpose(x, 1, 0) }
@@ -343,7 +331,7 @@ def test_a_symbolic_reshape_or_concat_that_does_not_fit_is_r0003() -> None:
 
 
 def test_where_passes_bits_through_and_clone_is_a_copy() -> None:
-    m = _analyze(
+    m = analyzed(
         "pub fn w[N](c: &bool[N], a: &f32[N]) -> f32[N] { where(c, a, -a) }\n"
         "pub fn k[N](x: &f32[N]) -> f32[N] { let mut y = clone(x); y[0] = 1.0; y + x }\n"
     )

@@ -518,23 +518,8 @@ class Calls:
         """The attributes for ``name(x, …, axis)``: ``{"axis": a}`` with the axis counted from
         0 (a negative one counts from the end), ``{}`` for a vector (along its only axis is
         the whole-tensor form, one graph for both), None after a diagnostic."""
-        a = self.expr(arg, I64)
-        if a.is_err:
-            return None
-        t = strip_ref(a.type)
-        value = _const_int(self.nodes, a.value) if isinstance(t, Prim) and t.is_int else None
+        value = self.const_axis(name, arg)
         if value is None:
-            what = (
-                "a value known only at run time"
-                if isinstance(t, Prim) and t.is_int
-                else self.show(a.type)
-            )
-            self.err(
-                "K0316",
-                arg.span,
-                f"the axis of `{name}` must be an integer constant (a literal or a `const`), "
-                f"found {what}",
-            )
             return None
         xt = strip_ref(x.type) if not x.is_err else None
         if not isinstance(xt, Tensor):
