@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from kera_core.backends.wasm import support
+from kera_core.backends.wasm import unsupported
 from kera_core.interp import run_function
 from kera_core.targets.wasm import TARGET
 from tests.test_wasm import compare, module, outcome
@@ -206,7 +206,7 @@ def test_fma_f64_is_exact(seed: int) -> None:
 
 def test_fma_f64_broadcast_and_scalar() -> None:
     m = module(SRC)
-    assert support.unsupported(m.graph, "fma64") == []
+    assert unsupported(m.graph, "fma64") == []
     rng = np.random.default_rng(7)
     for k in (0, 1, 37):
         b = _bits(rng, k, 900, 1150)

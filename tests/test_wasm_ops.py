@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kera_core.backends.wasm import support
+from kera_core.backends.wasm import unsupported
 from tests.test_wasm import compare, module
 
 SPECIAL32 = np.array(
@@ -382,7 +382,7 @@ def test_float_rem_is_exact(seed: int) -> None:
 
 def test_structs_are_offered() -> None:
     m = module(STRUCTS)
-    assert support.unsupported(m.graph, "get_b") == []
+    assert unsupported(m.graph, "get_b") == []
 
 
 @pytest.mark.parametrize("name", ["pid.kera", "particles.kera"])
@@ -391,7 +391,7 @@ def test_struct_examples_same_bytes(name: str) -> None:
 
     m = example(f"{ROOT}/examples/{name}")
     for f in m.graph.exported():
-        assert not support.unsupported(m.graph, f.name), f.name
+        assert not unsupported(m.graph, f.name), f.name
         for adversarial in (False, True):
             inputs, dims = seeded(m, f.name, 1, adversarial)
             compare(m, f.name, inputs, dims)
@@ -491,8 +491,8 @@ def test_fma_f32_broadcast_and_scalar() -> None:
 
 def test_fma_is_supported_in_both_formats() -> None:
     m = module(FMA)
-    assert support.unsupported(m.graph, "fma64") == []
-    assert support.unsupported(m.graph, "fma32") == []
+    assert unsupported(m.graph, "fma64") == []
+    assert unsupported(m.graph, "fma32") == []
 
 
 PRINTS = """
@@ -562,7 +562,7 @@ def test_print_examples() -> None:
 
     m = example(f"{ROOT}/examples/transfer.kera")
     for name in ("report", "scale_relu_roundtrip", "maybe_print"):
-        assert support.unsupported(m.graph, name) == []
+        assert unsupported(m.graph, name) == []
         for seed, adversarial in [(0, False), (1, True), (2, True)]:
             inputs, dims = seeded(m, name, seed, adversarial)
             _compare_printed(m, name, inputs, dims)
@@ -570,4 +570,4 @@ def test_print_examples() -> None:
 
 def test_print_functions_are_offered() -> None:
     m = module(PRINTS)
-    assert support.unsupported(m.graph, "pr_struct") == []
+    assert unsupported(m.graph, "pr_struct") == []

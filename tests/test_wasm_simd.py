@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kera_core.backends.wasm import lower_wat
+from kera_core.backends.wasm.select import fname
 from kera_core.interp.gen import InputGenerator
 from tests.test_wasm import compare, module, seeded
 
@@ -136,14 +137,14 @@ def test_generated_values_through_the_sum_lanes(n: int, pool: list[float]) -> No
 
 
 def _body(wat: str, fn: str) -> str:
-    m = module(SRC)
-    from kera_core.backends.wasm.emit import fname
-
-    start = wat.index(f"(func {fname(m.graph.functions[fn])} ")
+    start = wat.index(f"(func {fname(fn)} ")
     return wat[start : wat.index("\n  )", start)]
 
 
 def test_lane_wise_loops_where_possible_and_only_there() -> None:
+    """The shared vector plans (kera_core/loops/vectorize.py) as WebAssembly SIMD: fused
+    elementwise loops, casts, integer kernels and the canonical sum's lanes run as v128;
+    a comparison stored as `bool` bytes and integer `/` keep the scalar loop."""
     m = module(SRC)
     wat = {n: lower_wat(m.graph, n) for n in NAMES}
     for name in NAMES:
@@ -153,15 +154,23 @@ def test_lane_wise_loops_where_possible_and_only_there() -> None:
     assert body.count("$kera_alloc") == 1 and "f32x4.mul" in body and "f32x4.add" in body
     assert "f64x2.sqrt" in _body(wat["poly64"], "poly64")
     assert "f32x4.min" in _body(wat["minmax"], "minmax")
-    # the sum of an expression reads its operands lane-wise and allocates only tile totals
+    # the sum of an expression reads its operands lane-wise; its only buffers are the
+    # fixed ones of the canonical sum (the 64-entry tile stack, its sizes, 16 lane totals)
     body = _body(wat["sum_expr"], "sum_expr")
-    assert "f32x4.mul" in body and body.count("$kera_alloc") == 1
+    assert "f32x4.mul" in body and body.count("$kera_alloc") == 3
     assert "f64x2.mul" in _body(wat["dot_expr64"], "dot_expr64")
-    # a cast or a comparison keeps the scalar loop, still fused into one buffer
+    # integer lanes: a cast to f32, an integer expression
     body = _body(wat["cast_mix"], "cast_mix")
-    assert "f32x4" not in body and body.count("$kera_alloc") == 1
-    assert _body(wat["compare_mix"], "compare_mix").count("$kera_alloc") == 1
+    assert "f32x4.convert_i32x4_s" in body and body.count("$kera_alloc") == 1
+    assert "i32x4.mul" in _body(wat["int_tree"], "int_tree")
+    # exp's step list lane-wise: its exponent arithmetic on i32x4
+    body = _body(wat["softish"], "softish")
+    assert "f32x4.nearest" in body and "i32x4.trunc_sat_f32x4_s" in body and "i32x4.shl" in body
+    # a comparison stored as bool bytes stays scalar, still one fused loop
+    body = _body(wat["compare_mix"], "compare_mix")
+    assert "v128" not in body and body.count("$kera_alloc") == 1
     # a value used twice is computed once, into its own buffer
     assert _body(wat["shared"], "shared").count("$kera_alloc") == 2
-    # integer `/` is never deferred: its own loop, then the add
-    assert _body(wat["int_div"], "int_div").count("$kera_alloc") == 2
+    # integer `/` is never deferred: its own loop (scalar: no vector division), then the add
+    body = _body(wat["int_div"], "int_div")
+    assert body.count("$kera_alloc") == 2 and "i32.div_s" in body and "i32x4.add" in body

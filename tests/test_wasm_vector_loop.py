@@ -1,4 +1,5 @@
-"""SIMD bodies for `for` loops the optimizer marked with `lanes` (vector_loop.py).
+"""SIMD bodies for `for` loops the optimizer marked with `lanes` (the loop program marks
+them `lanes`; the shared vector plan takes them on a target that does not count steps).
 
 The optimized graph's module must give the interpreter's bytes (of the unoptimized and of
 the optimized graph) for every size around the lane width, including empty ranges,
@@ -13,11 +14,12 @@ import os
 
 import pytest
 
-from kera_core.backends.wasm import lower_wat
-from kera_core.backends.wasm.emit import ModuleEmitter, fname
-from kera_core.backends.wasm.vector_loop import plan
+from kera_core.backends.wasm import lower_wat, vector
+from kera_core.backends.wasm.select import fname
 from kera_core.cli.opt import carry_provenance
 from kera_core.interp import run_function
+from kera_core.loops import ir, vectorize
+from kera_core.loops.lower import program_of
 from kera_core.opt import optimize
 from kera_core.targets.wasm import TARGET
 from tests.test_wasm import ROOT, example, module, outcome, seeded
@@ -53,8 +55,8 @@ pub fn with_cast[N](x: &i32[N]) -> f32[N] {
     y
 }
 """
-VECTOR = ["saxpy", "poly64", "two_outputs", "from_one"]
-SCALAR = ["with_compare", "with_cast"]
+VECTOR = ["saxpy", "poly64", "two_outputs", "from_one", "with_cast"]
+SCALAR = ["with_compare"]
 
 
 def _optimized(m):
@@ -79,31 +81,35 @@ def test_optimized_loops_match_the_interpreter(name: str) -> None:
             _compare_opt(m, g, name, inputs, dims)
 
 
-def _loop_plans(g, name: str) -> list:
-    fn = g.functions[name]
-    mod = ModuleEmitter(g, fn)
-    fe = type("FE", (), {"g": g, "mod": mod})()
-    out = []
-    for rh in g.all_regions(fn.region):
-        for n in g.region_nodes(rh):
-            if n.op == "for":
-                out.append(plan(fe, n))
+def _source_loop_plans(g, name: str) -> list:
+    """The wasm target's vector plans of the function's source-level (counted) loops."""
+    lf = program_of(g, name).functions[name]
+    out: list = []
+
+    def walk(stmts: list, defined: set) -> None:
+        for s in stmts:
+            if isinstance(s, ir.Loop):
+                if s.counted:
+                    out.append(vectorize.plan(s, defined, vector.TARGET))
+                walk(s.body, defined | ir.assigned(s.body))
+            defined = defined | ir.assigned([s])
+
+    walk(lf.body, {d.id for d in lf.dims} | {x.id for g in lf.params for x in g})
     return out
 
 
 def test_qualifying_loops_are_lane_wise_and_the_others_are_not() -> None:
     g = _optimized(module(SRC))
     for name in VECTOR:
-        plans = _loop_plans(g, name)
+        plans = _source_loop_plans(g, name)
         assert plans and all(p is not None for p in plans), name
         wat = lower_wat(g, name)
-        start = wat.index(f"(func {fname(g.functions[name])} ")
-        body = wat[start : wat.index("\n  )", start)]
-        assert "v128.store" in body and "relaxed" not in body, name
+        start = wat.index(f"(func {fname(name)} ")
+        assert "v128.store" in wat[start:] and "relaxed" not in wat, name
     for name in SCALAR:
-        assert all(p is None for p in _loop_plans(g, name)), name
+        assert all(p is None for p in _source_loop_plans(g, name)), name
     # without the optimizer's promise a loop keeps its scalar body
-    assert all(p is None for p in _loop_plans(module(SRC).graph, "saxpy"))
+    assert all(p is None for p in _source_loop_plans(module(SRC).graph, "saxpy"))
 
 
 def _has_lanes(g, name: str) -> bool:

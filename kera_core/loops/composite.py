@@ -482,10 +482,32 @@ def fold_extreme(e: Emitter, n: Operand, get: Get, t: str, which: str) -> Var:
     associative and commutative: every order, and every shape, gives the same bits)."""
     if e.target.many_threads:
         return _fold_extreme_grid(e, n, get, t, which)
+    from kera_core.loops.ir import Alloc, Free
+
     acc = e.var(t, which[:3])
-    e.assign(acc, get(imm("i64", 0)))
-    with e.loop(imm("i64", 1), n, name="k") as k:
-        e.op(which, acc, get(k), into=acc)
+    # n >= 16: 16 lanes, lane j folding elements 16·g + j in order of g (a `lanes` loop:
+    # vector code on a target with vectors), then the lanes and the last n mod 16 elements
+    with e.block() as lanewise:
+        part = e.buf(t, imm("i64", LANES), name="part")
+        e.emit(Alloc(part))
+        groups = e.op("div", n, imm("i64", LANES))
+        with e.loop(imm("i64", 0), imm("i64", LANES), mark="lanes", name="lane") as j:
+            lane = e.var(t, "lane")
+            e.assign(lane, get(j))
+            with e.loop(imm("i64", 1), groups, name="g") as g:
+                e.op(which, lane, get(e.op("add", e.op("mul", g, imm("i64", LANES)), j)), into=lane)
+            e.store(part, j, lane)
+        e.assign(acc, e.load(part, imm("i64", 0)))
+        for j in range(1, LANES):
+            e.op(which, acc, e.load(part, imm("i64", j)), into=acc)
+        e.emit(Free(part))
+        with e.loop(e.op("mul", groups, imm("i64", LANES)), n, name="k") as k:
+            e.op(which, acc, get(k), into=acc)
+    with e.block() as sequential:
+        e.assign(acc, get(imm("i64", 0)))
+        with e.loop(imm("i64", 1), n, name="k") as k:
+            e.op(which, acc, get(k), into=acc)
+    e.emit(If(e.op("ge", n, imm("i64", LANES)), lanewise, sequential))
     return acc
 
 

@@ -38,21 +38,52 @@ FLOATS = ("f32", "f64")
 
 @dataclass(frozen=True)
 class VectorTarget:
-    """What a backend's vectors are (never its name: the plan asks only these)."""
+    """What a backend's vectors are (never its name: the plan asks only these).
+
+    ``ops``: the primitives it has as vector instructions on float lanes (and their
+    comparison masks). ``int_ops``: the primitives it has on integer lanes, as
+    ``"op:type"`` (the operand type: ``"add:i32"``, ``"lt:u32"``, ``"or:bool"`` on masks)
+    or ``"op:from>to"`` for ``convert``/``bitcast`` (``"convert:f32>i32"``); a target
+    without any keeps every loop with integer data scalar. Lanes are of one width: the
+    varying values of a plan are floats of one type, integers of that width and masks.
+    """
 
     width_bytes: int  # bytes per vector register (AVX2: 32, SSE/NEON: 16)
     registers: int  # vector registers the allocator may use
     ops: frozenset  # loop-program primitives the backend has as vector instructions
     max_jam: int = 4
+    int_ops: frozenset = frozenset()
+    # whether the target spends one step of the run's budget per iteration of a counted
+    # (source-level) loop (R0007, `--max-steps`): then such loops stay scalar
+    counts_steps: bool = True
 
     def width(self, t: str) -> int:
-        return self.width_bytes // (4 if t == "f32" else 8)
+        return self.width_bytes // (ir.BITS[t] // 8)
+
+    def has(self, op: str, args: tuple, dst: str) -> bool:
+        """Whether ``op`` on operands of types ``args`` giving ``dst`` is a vector
+        instruction."""
+        if op in ("convert", "bitcast"):
+            src = args[0]
+            if src == dst and op == "bitcast":
+                return True
+            return f"{op}:{src}>{dst}" in self.int_ops
+        t = args[-1] if op == "select" else args[0]
+        if t in FLOATS:
+            return op in self.ops
+        return f"{op}:{t}" in self.int_ops
+
+    def int_lanes(self, t: str) -> bool:
+        """Whether integer type ``t`` can be a lane type (loads, stores, operations)."""
+        return any(k.endswith(":" + t) for k in self.int_ops)
 
 
 @dataclass
 class LanesPlan:
     loop: ir.Loop
-    elem: str  # the float type of every varying value, vector load and vector store
+    # the lane type: the float type of the varying values (an integer type when none is a
+    # float); every varying value, vector load and vector store has its width
+    elem: str
     width: int  # lanes per vector
     jam: int  # vectors per step
     varying: set[int] = field(default_factory=set)
@@ -83,7 +114,7 @@ class LanesPlan:
 
         def take(x) -> None:
             if isinstance(x, ir.Var) and x.id in inside or x.type != self.elem:
-                return
+                return  # (uniform integers a vector operation reads are splat where read)
             key = ("v", x.id) if isinstance(x, ir.Var) else ("i", x.type, x.bits)
             if key not in seen:
                 seen.add(key)
@@ -110,7 +141,7 @@ class _No(Exception):
 def plan(loop: ir.Loop, outside: set[int], target: VectorTarget) -> LanesPlan | None:
     """The vector plan of `loop`, or None when it stays scalar. ``outside``: the ids of the
     loop-program variables defined before the loop (its invariants)."""
-    if loop.mark != "lanes" or loop.counted:
+    if loop.mark != "lanes" or (loop.counted and target.counts_steps):
         return None
     try:
         return _Planner(loop, outside, target).run()
@@ -123,7 +154,8 @@ class _Planner:
         self.loop = loop
         self.outside = outside
         self.target = target
-        self.elem: str | None = None
+        self.elem: str | None = None  # the float lane type, else the first integer one
+        self.lane_bits: int | None = None
         self.stride: dict[int, int] = {loop.var.id: 1}
         self.varying: set[int] = set()
         self.defs: dict[int, int] = {}  # var id → number of definitions in the body
@@ -178,10 +210,30 @@ class _Planner:
                 self.defs[s.var.id] = self.defs.get(s.var.id, 0) + 1
                 self.count_defs(s.body)
 
-    def float_type(self, t: str) -> None:
-        if t not in FLOATS or (self.elem is not None and self.elem != t):
+    def memory_type(self, t: str) -> None:
+        """A vector load or store of elements of type ``t`` (bool elements are bytes, not
+        lane-wide masks)."""
+        if t == "bool":
             raise _No
-        self.elem = t
+        self.lane_type(t)
+
+    def lane_type(self, t: str) -> None:
+        """A varying value, vector load or vector store of type ``t``: lanes are of one
+        width, and of one float type (integer types of that width only where the target
+        has integer lanes)."""
+        if t == "bool":
+            return  # a mask: as wide as the lanes it came from
+        if t not in FLOATS and not self.target.int_lanes(t):
+            raise _No
+        if self.lane_bits is not None and ir.BITS[t] != self.lane_bits:
+            raise _No
+        self.lane_bits = ir.BITS[t]
+        if t in FLOATS:
+            if self.elem in FLOATS and self.elem != t:
+                raise _No
+            self.elem = t
+        elif self.elem is None:
+            self.elem = t
 
     def stride_of(self, x) -> int:
         if isinstance(x, Imm):
@@ -207,7 +259,7 @@ class _Planner:
                 self.read(s.index, assigned)
                 st = self.stride_of(s.index)
                 if st == 1:
-                    self.float_type(s.buf.elem)
+                    self.memory_type(s.buf.elem)
                     self.varying.add(s.dst.id)
                 elif st != 0:
                     raise _No
@@ -217,10 +269,10 @@ class _Planner:
                 self.read(s.value, assigned)
                 if self.stride_of(s.index) != 1:
                     raise _No  # every lane would write one cell
-                self.float_type(s.buf.elem)
-                self.float_type(s.value.type)
+                self.memory_type(s.buf.elem)
+                self.lane_type(s.value.type)
             elif isinstance(s, ir.Loop):
-                if s.mark != "seq" or s.counted:
+                if s.mark != "seq" or (s.counted and self.target.counts_steps):
                     raise _No
                 for b in (s.lo, s.hi):
                     self.read(b, assigned)
@@ -240,7 +292,10 @@ class _Planner:
 
     def op(self, s: ir.Op) -> None:
         d = s.dst
-        if d.type == "i64" or (d.type == "bool" and all(_int_operand(a) for a in s.args)):
+        data = d.id in self.varying or any(self.is_varying(a) for a in s.args)
+        if not data and (
+            d.type == "i64" or (d.type == "bool" and all(_int_operand(a) for a in s.args))
+        ):
             strides = [self.stride_of(a) for a in s.args]
             if s.op == "add":
                 st = sum(strides)
@@ -264,16 +319,16 @@ class _Planner:
             # a lane index used as a value (converted to a float, say): each lane would need
             # its own index as data — integer lanes are not planned, so the loop stays scalar
             raise _No
-        if any(self.is_varying(a) for a in s.args) or d.id in self.varying:
-            if s.op not in self.target.ops:
+        if data:
+            if not self.target.has(s.op, tuple(a.type for a in s.args), d.type):
                 raise _No
             if s.op == "select" and not (isinstance(s.args[0], Imm) or self.is_varying(s.args[0])):
                 raise _No  # a uniform condition choosing between lanes' values
-            # a comparison's mask takes its operands' type; a select its result's
-            self.float_type(s.args[0].type if d.type == "bool" else d.type)
+            if s.op in ("shl", "shr") and self.is_varying(s.args[1]):
+                raise _No  # a shift count per lane (vector shifts take one count)
+            self.lane_type(d.type)
             for a in s.args:
-                if not isinstance(a, Imm) and a.type not in FLOATS + ("bool",):
-                    raise _No
+                self.lane_type(a.type)  # (shift counts too: one lane width throughout)
             self.varying.add(d.id)
 
 

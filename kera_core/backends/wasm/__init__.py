@@ -1,18 +1,18 @@
-"""The WebAssembly backend: WAT text, assembled by wasmtime, run in wasmtime.
+"""The WebAssembly backend: WAT selected from the loop program, assembled by wasmtime, run
+in wasmtime.
 
-`lower_wat` emits one exported function and the private functions it calls
-(docs/targets/wasm.md); `assemble` turns the text into a module with the graph
-fingerprint in a custom section; `run_wasm` runs it and returns the interpreter's
-RunResult form; `unsupported` says what cannot be compiled yet.
+`lower_wat` emits one exported function and the functions it calls (docs/targets/wasm.md);
+`assemble` turns the text into a module with the graph fingerprint in a custom section;
+`run_wasm` runs it and returns the interpreter's RunResult form; `unsupported` says what
+cannot be compiled.
 """
 
 from __future__ import annotations
 
 import wasmtime
 
-from kera_core.backends.wasm.emit import lower_wat
+from kera_core.backends.wasm.compile import lower_wat, unsupported
 from kera_core.backends.wasm.runtime import WasmRunError, run_wasm
-from kera_core.backends.wasm.support import unsupported
 
 SECTION = "kera.fingerprint"
 

@@ -18,25 +18,31 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import struct
 
 import numpy as np
 import wasmtime
 
-from kera_core.backends.wasm import structs
+from kera_core.backends.wasm.select import wtype
 from kera_core.interp import printing
-from kera_core.interp.api import Output, RunResult, bind_inputs, entry_signature
+from kera_core.interp.api import RunResult, bind_inputs, entry_signature
 from kera_core.interp.errors import InputError, InterpError
 from kera_core.interp.fp import canon
-from kera_core.interp.values import bind_dims, concrete_type, dtype_of, value_in, value_out
+from kera_core.interp.values import DTYPES, bind_dims, dtype_of, value_in
 from kera_core.ir.graph import Graph
-from kera_core.ir.types import Prim, Struct, Tensor, strip_ref
+from kera_core.ir.types import Tensor, strip_ref
+from kera_core.loops import ir
+from kera_core.loops.lower import program_of
+from kera_core.loops.run import flatten_value
+from kera_core.loops.run_abi import cell, from_cell, result_of
 
-DEFAULT_FUEL = 2_000_000_000
+DEFAULT_FUEL = 20_000_000_000  # about 2.5–5 s of WebAssembly here (4–8·10⁹ fuel/s)
 DEFAULT_MEMORY = 1 << 30
 
 ERRORS = {
     1: ("R0001", "index out of bounds"),
     2: ("R0002", "integer division by zero"),
+    3: ("R0003", "shapes do not agree"),
     4: ("R0004", "reduction of an empty tensor"),
     9: ("R0009", "out of memory: the WebAssembly heap cannot grow further"),
 }
@@ -44,6 +50,8 @@ ERRORS = {
 
 class WasmRunError(InterpError):
     """A run that stopped for a reason of the machine, not of the program (fuel, memory)."""
+
+    machine_limit = True  # `kera run --target all` reports it as the target stopping
 
 
 def _engine(fuel: bool) -> wasmtime.Engine:
@@ -109,18 +117,20 @@ class WasmInstance:
     """One instance of a lowered function with its inputs in linear memory, to call repeatedly.
 
     The constructor checks the inputs exactly as `run_wasm` does (the interpreter's
-    `value_in`/`bind_dims`, so bad arguments fail the same way), instantiates the module
-    once, and writes the inputs into linear memory once. Each `call()`:
+    `bind_inputs`, so bad arguments fail the same way), instantiates the module once and
+    writes the inputs into linear memory once, in the ABI of docs/targets/wasm.md:
+    dimensions, then every parameter flattened as the loop program has it (a struct's
+    fields one by one), scalars by value, tensors as the address of their elements. Each
+    `call()`:
 
     * refuels the store to ``fuel`` and clears `kera_error`;
-    * saves `kera_heap`, calls the export, reads the outputs (unless ``read=False``),
-      then restores `kera_heap`, so everything the call allocated is freed and memory
-      does not grow from call to call;
-    * returns the same `RunResult` as `run_wasm` (``None`` with ``read=False``), or
-      raises the same errors (a trap leaves the instance usable for another call).
+    * writes the `&mut` parameters' inputs again (the function updates them in place);
+    * saves `kera_heap` and `kera_top`, calls the export, reads the outputs (unless
+      ``read=False``), then restores both, so everything the call allocated is freed and
+      memory does not grow from call to call;
+    * returns the same `RunResult` as `run_wasm` (``None`` with ``read=False``), or raises
+      the same errors (a trap leaves the instance usable for another call).
 
-    The inputs stay valid across calls because the module never writes a parameter's
-    block (tensors are values: an update copies, a linear loop copies once on entry).
     ``memory_bytes`` is the current size of linear memory.
     """
 
@@ -139,10 +149,15 @@ class WasmInstance:
     ) -> None:
         src = graph if provenance is None else _WithProv(graph, provenance)
         sig = entry_signature(src, fn_name)
-        fn = sig.function
+        self.lf = program_of(graph, fn_name).functions[fn_name]
         vals, bound = bind_inputs(sig, inputs, dims, _value_in)
-
-        self.sig, self.fn, self.bound, self.fuel, self.stdout = sig, fn, bound, fuel, stdout
+        self.sig, self.fn, self.bound, self.fuel, self.stdout = (
+            sig,
+            sig.function,
+            bound,
+            fuel,
+            stdout,
+        )
         eng = engine()
         self.store = store = wasmtime.Store(eng)
         store.set_fuel(fuel)
@@ -157,19 +172,14 @@ class WasmInstance:
         self.mem: wasmtime.Memory = ex["memory"]
         self._func = ex[fn_name]
         self._heap: wasmtime.Global = ex["kera_heap"]
+        self._top: wasmtime.Global = ex["kera_top"]
         self._err: wasmtime.Global = ex["kera_error"]
         self._alloc = ex["kera_alloc"]
-        self.args: list = [int(bound[i]) for i in range(fn.type.n_dims)]
-        self.args += [None] * len(vals)
+        self.slots: dict[str, list[int]] = {}  # a parameter's flattened argument positions
+        self.mutable: list[tuple[int, np.ndarray]] = []  # (address, input) of `&mut` buffers
+        self.args: list = []
         for k, v in enumerate(vals):
             self._put(k, v)
-        self.outputs = [
-            ("result", "result", fn.type.result)
-            if kind == "result"
-            else (sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i]))
-            for kind, i in fn.outputs
-        ]
-        self.out_types = [concrete_type(t, bound) for _, _, t in self.outputs]
 
     def set_input(self, name: str, value) -> None:
         """Replace one input before the next call; its dimensions may not change (R0003)."""
@@ -186,35 +196,41 @@ class WasmInstance:
         self._put(k, v)
 
     def _put(self, k: int, v) -> None:
-        """Value parameter ``k``: a scalar argument, or a block written into linear memory.
-
-        A block is allocated on the first write and overwritten in place after that (its
-        size follows from the type and the dimensions, which do not change).
-        """
-        t = strip_ref(self.fn.type.params[k])
-        slot = self.fn.type.n_dims + k
-        if not isinstance(t, Tensor | Struct):
-            self.args[slot] = _scalar_arg(t, v)
-            return
-        if isinstance(t, Tensor):
-            dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
-            shape, nbytes = v.shape, v.size * dt.itemsize
-        else:
-            data = np.frombuffer(_struct_bytes(t, v), np.uint8)
-            dt, shape, nbytes = data.dtype, data.shape, data.size
-        ptr = self.args[slot]
-        if ptr is None:
-            try:
-                ptr = self.args[slot] = self._alloc(self.store, nbytes)
-            except wasmtime.Trap as e:  # kera_alloc could not grow the memory: R0009
-                raise _trap_error(self.store, self.exports, e) from None
-        # the memory may have grown (and moved): take the view after allocating
-        dst = self._view(ptr & _U32, dt, shape)
-        if isinstance(t, Tensor):
-            np.copyto(dst, v, casting="unsafe")
+        """Value parameter ``k``'s arguments: scalars by value, each tensor in a block of
+        linear memory (allocated on the first write, overwritten in place after that: its
+        size follows from the type and the dimensions, which do not change)."""
+        t = self.fn.type.params[k]
+        group = self.lf.params[k]
+        leaves: list = []
+        flatten_value(t, v, leaves)
+        if not self.args:
+            self.args = [int(self.bound[i]) for i in range(self.fn.type.n_dims)]
+            self.args += [None] * sum(len(g) for g in self.lf.params)
+        first = self.fn.type.n_dims + sum(len(g) for g in self.lf.params[:k])
+        for j, (x, val) in enumerate(zip(group, leaves, strict=True)):
+            slot = first + j
+            if not isinstance(x, ir.Buf):
+                self.args[slot] = _scalar_arg(x.type, cell(x.type, val))
+                continue
+            arr = np.asarray(val).reshape(-1)
+            dt = np.dtype(DTYPES[x.elem]).newbyteorder("<")
+            ptr = self.args[slot]
+            if ptr is None:
+                try:
+                    ptr = self.args[slot] = _i32(self._alloc(self.store, arr.size * dt.itemsize))
+                except wasmtime.Trap as e:  # kera_alloc could not grow the memory: R0009
+                    raise _trap_error(self.store, self.exports, e) from None
+                if x.mutable:
+                    self.mutable.append((ptr & _U32, arr.astype(dt, copy=True)))
+            elif x.mutable:
+                self.mutable = [
+                    (a, arr.astype(dt, copy=True) if a == ptr & _U32 else old)
+                    for a, old in self.mutable
+                ]
+            # the memory may have grown (and moved): take the view after allocating
+            dst = self._view(ptr & _U32, dt, arr.size)
+            np.copyto(dst, arr, casting="unsafe")
             _canon_in_place(dst)  # value_in's canon, on the copy in memory
-        else:
-            dst[:] = data
 
     @property
     def memory_bytes(self) -> int:
@@ -226,18 +242,24 @@ class WasmInstance:
         at = ctypes.cast(self.mem.data_ptr(self.store), ctypes.c_void_p).value
         return np.frombuffer((ctypes.c_ubyte * n).from_address(at), np.uint8)
 
-    def _view(self, at: int, dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        """The block at ``at`` as an array of ``dt`` and ``shape`` (no copy)."""
-        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    def _view(self, at: int, dt: np.dtype, count: int) -> np.ndarray:
+        """``count`` elements of ``dt`` at ``at`` (no copy)."""
+        n = count * dt.itemsize
         mem = self._bytes()
         if at + n > len(mem):
             raise WasmRunError("R0008", f"a block of {n} bytes at {at} lies outside linear memory")
-        return mem[at : at + n].view(dt).reshape(shape)
+        return mem[at : at + n].view(dt)
+
+    def _read(self, at: int, elem: str, count: int) -> np.ndarray:
+        dt = np.dtype(DTYPES[elem])
+        return self._view(at & _U32, dt.newbyteorder("<"), count).astype(dt)  # the one copy
 
     def call(self, read: bool = True) -> RunResult | None:
         """Call the export on the inputs in memory; the `RunResult` (``None`` if not ``read``)."""
         store = self.store
-        heap = self._heap.value(store)
+        heap, top = self._heap.value(store), self._top.value(store)
+        for at, arr in self.mutable:
+            self._view(at, arr.dtype, arr.size)[:] = arr
         self._err.set_value(store, 0)
         self.printed.clear()
         store.set_fuel(self.fuel)
@@ -251,28 +273,17 @@ class WasmInstance:
             if not read:
                 return None
             res = [] if res is None else (list(res) if isinstance(res, list | tuple) else [res])
-            outs = [
-                Output(name, ct, value_out(ct, self._read(ct, r)), key)
-                for (name, key, _), ct, r in zip(self.outputs, self.out_types, res, strict=True)
+            results = [x for g in self.lf.results for x in g]
+            io = [
+                r & _U32 if isinstance(x, ir.Buf) else _bits(x.type, r)
+                for x, r in zip(results, res, strict=True)
             ]
+            return result_of(
+                self.sig, self.bound, self.lf, io, 0, self._read, "".join(self.printed)
+            )
         finally:
             self._heap.set_value(store, heap)
-        return RunResult(
-            self.fn.name,
-            outs,
-            {self.sig.dim_names[i]: n for i, n in sorted(self.bound.items())},
-            "".join(self.printed),
-            "io" in self.fn.type.effects,
-        )
-
-    def _read(self, t, r):
-        if isinstance(t, Struct):
-            return _read_struct(self.store, self.mem, t, r & _U32)
-        if isinstance(t, Tensor):
-            dt = np.dtype(dtype_of(t.elem)).newbyteorder("<")
-            shape = tuple(int(d) for d in t.shape)
-            return self._view(r & _U32, dt, shape).astype(dtype_of(t.elem))  # the one copy
-        return _scalar_out(t, r)
+            self._top.set_value(store, top)
 
 
 def _canon_in_place(a: np.ndarray) -> None:
@@ -282,6 +293,11 @@ def _canon_in_place(a: np.ndarray) -> None:
 
 
 _U32 = 0xFFFFFFFF  # an i32 address comes back signed: addresses ≥ 2 GiB are negative
+
+
+def _i32(v: int) -> int:
+    v &= _U32
+    return v - (1 << 32) if v >> 31 else v
 
 
 def _value_in(t, v, what: str):
@@ -301,59 +317,59 @@ def _value_in(t, v, what: str):
     return value_in(t, v, what)
 
 
+def _scalar_arg(t: str, bits: int):
+    """A scalar's io cell as the WebAssembly value wasmtime passes."""
+    if t == "f32":
+        return struct.unpack("<f", struct.pack("<I", bits & _U32))[0]
+    if t == "f64":
+        return struct.unpack("<d", struct.pack("<Q", bits & ((1 << 64) - 1)))[0]
+    if wtype(t) == "i64":
+        bits &= (1 << 64) - 1
+        return bits - (1 << 64) if bits >> 63 else bits
+    return _i32(bits)
+
+
+def _bits(t: str, r) -> int:
+    """A WebAssembly result value as its bits (the low end of a cell)."""
+    if t == "f32":
+        return struct.unpack("<I", struct.pack("<f", r))[0]
+    if t == "f64":
+        return struct.unpack("<Q", struct.pack("<d", r))[0]
+    return int(r) & ((1 << 64) - 1)
+
+
 def _print_import(store, printed: list[str], stdout) -> wasmtime.Func:
     """`kera.print(desc, len, value, shape)`: format as the interpreter does (printing.py).
 
-    ``desc`` is the JSON descriptor the emitter put in a data segment: ``{"text": …}``,
-    ``{"elem": …}`` (a scalar at ``value``), ``{"elem": …, "rank": r}`` (a tensor at
-    ``value``, its r dims as i64 at ``shape``) or ``{"struct": [[offset, field], …]}``.
+    ``desc`` is the JSON descriptor in the module's data: ``{"text": …}``, ``{"elem": …}``
+    (a scalar whose bits are ``value``) or ``{"elem": …, "rank": r}`` (a tensor whose
+    elements start at address ``value``, its r dims as i64 at ``shape``).
     """
-    i32 = wasmtime.ValType.i32()
-    ty = wasmtime.FuncType([i32, i32, i32, i32], [])
+    i32, i64 = wasmtime.ValType.i32(), wasmtime.ValType.i64()
+    ty = wasmtime.FuncType([i32, i32, i64, i32], [])
 
-    def host(caller, desc_at: int, desc_len: int, ptr: int, shape_at: int) -> None:
+    def host(caller, desc_at: int, desc_len: int, value: int, shape_at: int) -> None:
         mem = caller["memory"]
         desc = json.loads(bytes(mem.read(caller, desc_at, desc_at + desc_len)))
         if "text" in desc:
             s = desc["text"]
+        elif "rank" not in desc:
+            s = printing.format_value(from_cell(desc["elem"], value & ((1 << 64) - 1)))
         else:
-            s = printing.format_value(_print_value(caller, mem, desc, ptr, shape_at))
+            r = desc["rank"]
+            raw = bytes(mem.read(caller, shape_at, shape_at + 8 * r))
+            shape = tuple(int(x) for x in np.frombuffer(raw, "<i8"))
+            dt = np.dtype(DTYPES[desc["elem"]])
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            at = value & ((1 << 64) - 1)
+            data = bytes(mem.read(caller, at, at + n * dt.itemsize)) if n else b""
+            arr = np.frombuffer(data, dtype=dt.newbyteorder("<")).astype(dt).reshape(shape)
+            s = printing.format_value(canon(arr) if dt.kind == "f" else arr)
         printed.append(s)
         if stdout is not None:
             stdout.write(s)
 
     return wasmtime.Func(store, ty, host, access_caller=True)
-
-
-def _elem_at(caller, mem, name: str, at: int):
-    dt = np.dtype(dtype_of(Prim(name))).newbyteorder("<")
-    data = bytes(mem.read(caller, at, at + dt.itemsize))
-    return np.frombuffer(data, dtype=dt).astype(dtype_of(Prim(name)))[0]
-
-
-def _struct_at(caller, mem, fields: list, at: int) -> tuple:
-    return tuple(
-        _struct_at(caller, mem, f, at + off)
-        if isinstance(f, list)
-        else _elem_at(caller, mem, f, at + off)
-        for off, f in fields
-    )
-
-
-def _print_value(caller, mem, desc: dict, ptr: int, shape_at: int):
-    if "struct" in desc:
-        return _struct_at(caller, mem, desc["struct"], ptr)
-    if "rank" not in desc:
-        return _elem_at(caller, mem, desc["elem"], ptr)
-    r = desc["rank"]
-    shape = tuple(
-        int(x) for x in np.frombuffer(bytes(mem.read(caller, shape_at, shape_at + 8 * r)), "<i8")
-    )
-    p = Prim(desc["elem"])
-    dt = np.dtype(dtype_of(p)).newbyteorder("<")
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    data = bytes(mem.read(caller, ptr, ptr + n * dt.itemsize)) if n else b""
-    return np.frombuffer(data, dtype=dt).astype(dtype_of(p)).reshape(shape)
 
 
 class _WithProv:
@@ -362,58 +378,12 @@ class _WithProv:
         self.provenance = provenance
 
 
-def _scalar_arg(p: Prim, v):
-    if p.is_float:
-        return float(v)
-    return int(v)
-
-
-def _struct_bytes(t: Struct, v) -> bytes:
-    """The block of a struct value: one 8-byte slot per scalar leaf (structs.py)."""
-    out = bytearray()
-    for (_, ft), x in zip(t.fields, v, strict=True):
-        ft = strip_ref(ft)
-        if isinstance(ft, Struct):
-            out += _struct_bytes(ft, x)
-        else:
-            raw = np.asarray(x, dtype=np.dtype(dtype_of(ft)).newbyteorder("<")).tobytes()
-            out += raw.ljust(structs.SLOT, b"\0")
-    return bytes(out)
-
-
-def _read_struct(store, mem, t: Struct, addr: int):
-    vals = []
-    for k, (_, ft) in enumerate(t.fields):
-        ft = strip_ref(ft)
-        at = addr + structs.offset(t, k)
-        if isinstance(ft, Struct):
-            vals.append(_read_struct(store, mem, ft, at))
-        else:
-            dt = np.dtype(dtype_of(ft)).newbyteorder("<")
-            data = bytes(mem.read(store, at, at + dt.itemsize))
-            vals.append(np.frombuffer(data, dtype=dt).astype(dtype_of(ft))[0])
-    return tuple(vals)
-
-
-def _scalar_out(t: Prim, r):
-    dt = dtype_of(t)
-    if t.is_float:
-        bits = np.array(r, dtype=np.float64 if t.name == "f64" else np.float32)
-        return bits[()]
-    if t.name == "bool":
-        return np.bool_(r != 0)
-    width = t.bits
-    v = int(r) & ((1 << width) - 1)
-    if t.is_signed and v >> (width - 1):
-        v -= 1 << width
-    return dt(v)
-
-
 def _trap_error(store, ex, trap: wasmtime.Trap) -> InterpError:
     code = ex["kera_error"].value(store)
     if code in ERRORS:
         c, msg = ERRORS[code]
-        return InterpError(c, f"{msg} (WebAssembly trap)")
+        kind = WasmRunError if c == "R0009" else InterpError  # memory: the machine's limit
+        return kind(c, f"{msg} (WebAssembly trap)")
     text = str(trap)
     if "fuel" in text:
         return WasmRunError(

@@ -1,93 +1,42 @@
-"""The wasm target's SIMD exp/log/tanh/sigmoid (simd_math.vmath), bit for bit.
+"""exp/log/tanh/sigmoid on the wasm target, lane-wise and scalar, bit for bit.
 
-A hand-written module runs, over the same inputs, the f32x4/f64x2 helpers and the scalar
-helpers of rt.math; both must give the interpreter's bits (kera_core/interp/mathfns.py),
-NaN for NaN (payloads are canonicalised by the export, so only NaN-ness is compared).
-Inputs per function and format: random bit patterns, dense sweeps of the ranges where the
-step lists switch cases (thresholds, scaleB's cases, subnormals, near 1, the polynomial /
-exp switch of tanh), and the special values, shuffled and also planted at every lane
-position among ordinary values so the per-lane selects are exercised.
+The step lists come from the loop program (kera_core/loops/composite.py); the wasm target
+runs them as v128 lanes (the shared vector plan, with integer lanes for the exponent
+arithmetic) and, for the last elements and in a module built with ``vectors=False``, as
+scalar code. Both must give the interpreter's bits (kera_core/interp/mathfns.py; NaN
+canonical). Inputs per function and format: random bit patterns, dense sweeps of the ranges
+where the step lists switch cases (thresholds, scaleB's cases, subnormals, near 1, the
+polynomial / exp switch of tanh), and the special values, shuffled and also planted at
+every lane position among ordinary values so the per-lane selects are exercised.
 """
 
 from __future__ import annotations
 
 import functools
-import types
 
 import numpy as np
 import pytest
-import wasmtime
 
-from kera_core.backends.wasm import rt, simd_math
+from kera_core.backends.wasm import assemble, lower_wat, run_wasm
 from kera_core.interp import mathfns as M
-from kera_core.ir.types import F32, F64
+from tests.test_wasm import module
 
 OPS = ("exp", "log", "tanh", "sigmoid")
-PRIMS = {"f32": F32, "f64": F64}
 DT = {"f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
-
-REGION = 4 << 20  # bytes per buffer: input at 0, vector output, scalar output
 N_RANDOM = 50_000
+SRC = "".join(f"pub fn {op}_{w}[N](x: &{w}[N]) -> {w}[N] {{ {op}(x) }}\n" for op in OPS for w in DT)
 
 
-def _loop(name: str, step: int, body: str) -> str:
-    at = "(i32.add (local.get $a) (local.get $i))"
-    to = "(i32.add (local.get $o) (local.get $i))"
-    return f"""\
-  (func (export "{name}") (param $a i32) (param $o i32) (param $n i32) (local $i i32)
-    (block $b (loop $l
-      (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
-      {body.format(at=at, to=to)}
-      (local.set $i (i32.add (local.get $i) (i32.const {step})))
-      (br $l))))"""
+@functools.cache
+def _artifact(name: str, vectors: bool) -> bytes:
+    g = module(SRC).graph
+    return assemble(lower_wat(g, name, vectors=vectors), g.fingerprint())
 
 
-def build_wat() -> str:
-    """Exports `v_<op>_<w>` / `s_<op>_<w>` (in address, out address, byte count)."""
-    mod = types.SimpleNamespace(helpers={})
-    funcs = []
-    for w, p in PRIMS.items():
-        for op in OPS:
-            vec = simd_math.vmath(mod, op, p, "(v128.load {at})")
-            funcs.append(_loop(f"v_{op}_{w}", 16, f"(v128.store {{to}} {vec})"))
-            sca = rt.math(mod, op, p, f"({w}.load {{at}})")
-            funcs.append(_loop(f"s_{op}_{w}", p.bits // 8, f"({w}.store {{to}} {sca})"))
-    pages = 3 * REGION >> 16
-    return "\n".join(
-        ["(module", f'  (memory (export "memory") {pages})', *mod.helpers.values(), *funcs, ")"]
-    )
-
-
-class Runner:
-    def __init__(self) -> None:
-        self.store = wasmtime.Store(wasmtime.Engine())
-        module = wasmtime.Module(self.store.engine, wasmtime.wat2wasm(build_wat()))
-        self.inst = wasmtime.Instance(self.store, module, [])
-        ex = self.inst.exports(self.store)
-        self.mem = ex["memory"]
-        self.fns = {n: ex[n] for n in (f"{k}_{op}_{w}" for k in "vs" for op in OPS for w in DT)}
-
-    def buf(self) -> np.ndarray:
-        ptr = self.mem.data_ptr(self.store)
-        return np.ctypeslib.as_array(ptr, shape=(self.mem.data_len(self.store),))
-
-    def run(self, kind: str, op: str, x: np.ndarray) -> np.ndarray:
-        """``kind`` ("v" or "s") applied to ``x`` (length a multiple of 16 bytes)."""
-        raw = x.view(np.uint8)
-        out = np.empty_like(raw)
-        fn = self.fns[f"{kind}_{op}_{x.dtype.name.replace('float', 'f')}"]
-        for lo in range(0, raw.size, REGION):
-            chunk = raw[lo : lo + REGION]
-            mem = self.buf()
-            mem[: chunk.size] = chunk
-            fn(self.store, 0, REGION, chunk.size)
-            out[lo : lo + chunk.size] = self.buf()[REGION : REGION + chunk.size]
-        return out.view(x.dtype)
-
-
-@functools.lru_cache(maxsize=1)
-def runner() -> Runner:
-    return Runner()
+def run(name: str, x: np.ndarray, vectors: bool) -> np.ndarray:
+    m = module(SRC)
+    res = run_wasm(_artifact(name, vectors), m.graph, name, {"x": x}, provenance=m.provenance)
+    return np.asarray(res.outputs[0].value)
 
 
 def _from_bits(w: str, bits) -> np.ndarray:
@@ -198,15 +147,14 @@ def _bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("w", ["f32", "f64"])
 @pytest.mark.parametrize("op", OPS)
-def test_simd_matches_scalar_and_interpreter(op: str, w: str) -> None:
+def test_lanes_and_scalar_match_the_interpreter(op: str, w: str) -> None:
     x = inputs(op, w)
     assert x.size >= N_RANDOM
-    r = runner()
-    vec = r.run("v", op, x)
-    sca = r.run("s", op, x)
+    vec = run(f"{op}_{w}", x, True)
+    sca = run(f"{op}_{w}", x, False)
     ref = np.asarray(M.UNARY[op](x))
     ut = DT[w][1]
-    for name, got, want in (("vector/scalar", vec, sca), ("scalar/interpreter", sca, ref)):
+    for name, got, want in (("lanes/interpreter", vec, ref), ("scalar/interpreter", sca, ref)):
         ok = _bits_equal(got, want)
         if not ok.all():
             i = np.flatnonzero(~ok)[:5]
@@ -219,12 +167,9 @@ def test_simd_matches_scalar_and_interpreter(op: str, w: str) -> None:
             )
 
 
-def test_helpers_registered_once() -> None:
-    mod = types.SimpleNamespace(helpers={})
-    for _ in range(2):
-        for op in OPS:
-            assert simd_math.vmath(mod, op, F32, "(local.get $v)") == (
-                f"(call $v{op}_f32 (local.get $v))"
-            )
-    assert sorted(mod.helpers) == sorted(f"$v{op}_f32" for op in OPS)
-    wasmtime.wat2wasm("(module\n" + "\n".join(mod.helpers.values()) + ")")
+def test_the_step_lists_run_lane_wise() -> None:
+    """The f32 step lists vectorise (f64's stay scalar: WebAssembly has no f64x2 ↔ i64x2
+    conversion)."""
+    g = module(SRC).graph
+    for op in OPS:
+        assert "f32x4" in lower_wat(g, f"{op}_f32"), op

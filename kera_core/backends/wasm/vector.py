@@ -1,0 +1,208 @@
+"""The loop program's vector plans as WebAssembly 128-bit SIMD (``f32x4``, ``f64x2``).
+
+Which `lanes` loops run as vectors, which values vary per lane, which are uniform and how
+many vectors a step jams is decided by the shared layer (kera_core/loops/vectorize.py, from
+:data:`TARGET`); this module only spells a plan:
+
+* a varying value is one ``v128`` local per jammed copy (``$x<id>_<copy>``); uniform and
+  contiguous values (index arithmetic, loads at a uniform index) are selected by the scalar
+  selector once per step with the loop variable at the step's first lane — so a contiguous
+  index addresses copy ``u``'s lanes at the memory-argument offset ``16·u``;
+* a uniform value read by vector code is splatted there; values of the enclosing code
+  (the plan's invariants) once, before the vector loops;
+* every primitive of :data:`OPS` is one WebAssembly SIMD instruction whose lanes are the
+  scalar instruction's: ``add sub mul div sqrt neg abs``, ``nearest`` for ``roundeven``,
+  ``min``/``max`` (IEEE 754-2019's minimum/maximum in WebAssembly, as the scalar ones), the
+  comparisons (all-ones masks) and ``v128.bitselect`` for ``select`` and ``canon`` — so a
+  lane computes the scalar bits. ``fma`` has no SIMD form outside relaxed SIMD (whose
+  fusing is the engine's choice), so a body with it stays scalar;
+* integer lanes (:data:`INT_OPS`): ``i32x4``/``i64x2`` arithmetic, bitwise operations and
+  comparisons, shifts by one (uniform) count, the f32↔32-bit-integer conversions
+  (``trunc_sat``: truncate, saturate, NaN → 0, as the scalar ones) and bit casts (no
+  instruction) — so integer kernels and the elementary functions' step lists (integer
+  exponent arithmetic, §6.1's scaleB) run lane-wise too;
+* inner ``seq`` loops stay loops; their varying accumulators are the same ``v128`` locals.
+"""
+
+from __future__ import annotations
+
+from kera_core.loops import ir
+from kera_core.loops.ir import BITS, Imm, is_float, is_signed
+from kera_core.loops.vectorize import LanesPlan, VectorTarget
+
+COMPARES = ("eq", "ne", "lt", "le", "gt", "ge")
+OPS = frozenset(
+    {"add", "sub", "mul", "div", "sqrt", "minimum", "maximum", "neg", "abs", "select"}
+    | {"roundeven", "canon", *COMPARES}
+)
+# integer lanes: i32x4 has every comparison and min/max, signed and unsigned; i64x2 only
+# signed ordering and no min/max; conversions exist between f32 and 32-bit integers only
+_BOTH = ("add", "sub", "mul", "and", "or", "xor", "not", "neg", "abs", "shl", "shr", "eq", "ne")
+INT_OPS = frozenset(
+    [f"{op}:{t}" for t in ("i32", "u32", "i64", "u64") for op in (*_BOTH, "select")]
+    + [f"{op}:{t}" for t in ("i32", "u32", "i64") for op in ("lt", "le", "gt", "ge")]
+    + [f"{op}:{t}" for t in ("i32", "u32") for op in ("minimum", "maximum")]
+    + [f"{op}:bool" for op in ("and", "or", "xor", "not", "eq", "ne", "select")]
+    + ["convert:f32>i32", "convert:f32>u32", "convert:i32>f32", "convert:u32>f32"]
+    + [
+        f"bitcast:{a}>{b}"
+        for group in (("f32", "i32", "u32"), ("f64", "i64", "u64"))
+        for a in group
+        for b in group
+        if a != b
+    ]
+)
+# 16-byte vectors; Cranelift allocates them to the host's 16 xmm registers (two kept free)
+# (a run's budget is fuel, not steps: loops the optimizer marked `lanes` may run lane-wise)
+TARGET = VectorTarget(width_bytes=16, registers=14, ops=OPS, int_ops=INT_OPS, counts_steps=False)
+
+_NAME = {"minimum": "min", "maximum": "max", "roundeven": "nearest"}
+NAN = {"f32": 0x7FC00000, "f64": 0x7FF8000000000000}
+_SIGNED = ("lt", "le", "gt", "ge", "shr", "minimum", "maximum")
+_CONVERT = {
+    ("f32", "i32"): "i32x4.trunc_sat_f32x4_s",
+    ("f32", "u32"): "i32x4.trunc_sat_f32x4_u",
+    ("i32", "f32"): "f32x4.convert_i32x4_s",
+    ("u32", "f32"): "f32x4.convert_i32x4_u",
+}
+
+
+def shape(t: str) -> str:
+    """The SIMD shape of lanes of type ``t``."""
+    return {"f32": "f32x4", "f64": "f64x2"}.get(t) or ("i32x4" if BITS[t] == 32 else "i64x2")
+
+
+class VectorLoop:
+    """Emits the vector steps of one planned loop through the scalar selector ``sel``."""
+
+    def __init__(self, sel, plan: LanesPlan) -> None:
+        self.sel = sel
+        self.plan = plan
+        self.t = plan.elem
+        self.invariant: dict = {}
+
+    def emit(self, i: str, hi: str) -> None:
+        """The loop's first iterations as vector steps — jam × W lanes a step, then W;
+        ``i`` (the loop's counter) ends where the scalar loop takes over."""
+        s = self.sel
+        p = self.plan
+        for x in p.invariants():
+            key = ("imm", x.type, x.bits) if isinstance(x, Imm) else ("var", x.id)
+            name = s.local("v128", "s")
+            s.emit(f"(local.set {name} ({shape(x.type)}.splat {s.get(x)}))")
+            self.invariant[key] = name
+        for jam in (p.jam, 1) if p.jam > 1 else (1,):
+            step = p.width * jam
+            brk, cont = s.label("vdone"), s.label("vstep")
+            s.emit(f"(block {brk} (loop {cont}")
+            s.depth += 1
+            s.emit(
+                f"(br_if {brk} (i64.gt_s (i64.add (local.get {i}) (i64.const {step})) "
+                f"(local.get {hi})))"
+            )
+            s.set(p.loop.var, f"(local.get {i})")
+            self.jam = jam
+            self.stmts(p.loop.body)
+            s.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const {step})))")
+            s.emit(f"(br {cont})")
+            s.depth -= 1
+            s.emit("))")
+
+    # --- values -------------------------------------------------------------------------------
+    def vec(self, v: ir.Var, u: int) -> str:
+        name = f"$x{v.id}_{u}"
+        self.sel.locals.setdefault(name, "v128")
+        return name
+
+    def operand(self, x, u: int) -> str:
+        if isinstance(x, ir.Var) and x.id in self.plan.varying:
+            return f"(local.get {self.vec(x, u)})"
+        key = ("imm", x.type, x.bits) if isinstance(x, Imm) else ("var", x.id)
+        name = self.invariant.get(key)
+        if name is not None:
+            return f"(local.get {name})"
+        v = self.sel.get(x)
+        if x.type == "bool":  # a uniform mask: all ones or all zeros in every lane
+            if BITS[self.t] == 64:
+                return f"(i64x2.splat (i64.sub (i64.const 0) (i64.extend_i32_u {v})))"
+            return f"(i32x4.splat (i32.sub (i32.const 0) {v}))"
+        return f"({shape(x.type)}.splat {v})"
+
+    # --- statements ---------------------------------------------------------------------------
+    def stmts(self, body: list) -> None:
+        s = self.sel
+        p = self.plan
+        for st in body:
+            if isinstance(st, ir.Loop):
+                self.inner_loop(st)
+            elif isinstance(st, ir.Op) and p.kind(st.dst) == "varying":
+                for u in range(self.jam):
+                    s.emit(f"(local.set {self.vec(st.dst, u)} {self.op(st, u)})")
+            elif isinstance(st, ir.Load) and p.kind(st.dst) == "varying":
+                addr = s.address(st.buf, st.index)
+                for u in range(self.jam):
+                    off = f" offset={16 * u}" if u else ""
+                    s.emit(f"(local.set {self.vec(st.dst, u)} (v128.load{off} {addr}))")
+            elif isinstance(st, ir.Store):
+                addr = s.address(st.buf, st.index)
+                for u in range(self.jam):
+                    off = f" offset={16 * u}" if u else ""
+                    s.emit(f"(v128.store{off} {addr} {self.operand(st.value, u)})")
+            elif isinstance(st, (ir.Op, ir.Load)):
+                s.stmt(st)  # uniform or contiguous: scalar, once per step
+            else:  # pragma: no cover - the plan admits only the above
+                raise AssertionError(type(st).__name__)
+
+    def inner_loop(self, st: ir.Loop) -> None:
+        s = self.sel
+        i = s.local("i64", "i")
+        hi = s.local("i64", "n")
+        s.emit(f"(local.set {i} {s.get(st.lo)})")
+        s.emit(f"(local.set {hi} {s.get(st.hi)})")
+        brk, cont = s.label("idone"), s.label("iloop")
+        s.emit(f"(block {brk} (loop {cont}")
+        s.depth += 1
+        s.emit(f"(br_if {brk} (i64.ge_s (local.get {i}) (local.get {hi})))")
+        s.set(st.var, f"(local.get {i})")
+        self.stmts(st.body)
+        s.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const 1)))")
+        s.emit(f"(br {cont})")
+        s.depth -= 1
+        s.emit("))")
+
+    def op(self, st: ir.Op, u: int) -> str:
+        name = st.op
+        a = st.args
+        if name == "select":
+            c = a[0]
+            if isinstance(c, Imm):  # a copy
+                return self.operand(a[1] if c.bits & 1 else a[2], u)
+            c, x, y = (self.operand(v, u) for v in a)
+            return f"(v128.bitselect {x} {y} {c})"
+        t = a[0].type
+        if name == "bitcast" or (name == "abs" and not is_float(t) and not is_signed(t)):
+            return self.operand(a[0], u)  # the same bits
+        if name == "convert":
+            return f"({_CONVERT[t, st.dst.type]} {self.operand(a[0], u)})"
+        if name in ("shl", "shr"):  # one count for every lane, taken modulo the lane width
+            count = self.sel.get(a[1])
+            if BITS[a[1].type] == 64:
+                count = f"(i32.wrap_i64 {count})"
+            op = "shl" if name == "shl" else f"shr_{'s' if is_signed(t) else 'u'}"
+            return f"({shape(t)}.{op} {self.operand(a[0], u)} {count})"
+        args = " ".join(self.operand(x, u) for x in a)
+        if name in ("and", "or", "xor", "not") and not is_float(t):
+            return f"(v128.{name} {args})"  # integers and masks alike
+        if t == "bool":  # masks: equal where the xor is zero
+            xor = f"(v128.xor {args})"
+            return xor if name == "ne" else f"(v128.not {xor})"
+        if name == "canon":  # the canonical NaN where a lane is unordered
+            x = self.operand(a[0], u)
+            nan = self.operand(Imm(t, NAN[t]), u)
+            return f"(v128.bitselect {nan} {x} ({shape(t)}.ne {x} {x}))"
+        if is_float(t):
+            return f"({shape(t)}.{_NAME.get(name, name)} {args})"
+        op = _NAME.get(name, name)
+        if name in _SIGNED:
+            op += "_s" if is_signed(t) else "_u"
+        return f"({shape(t)}.{op} {args})"
