@@ -19,6 +19,8 @@ import ctypes
 import hashlib
 import json
 import struct
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import wasmtime
@@ -84,6 +86,65 @@ def _module(eng: wasmtime.Engine, wasm: bytes) -> wasmtime.Module:
     return mod
 
 
+class _Machine:
+    """A store with one instance of a module — what a run needs, kept for the next run of
+    the same module: a fresh instance costs its store's teardown and the page faults of
+    memory the operating system zero-fills as inputs and results are written (at 10⁶
+    elements, more than the call)."""
+
+    def __init__(self, key: tuple, wasm: bytes, memory_limit: int) -> None:
+        self.key = key
+        eng = engine()
+        self.store = store = wasmtime.Store(eng)
+        store.set_limits(memory_size=memory_limit)
+        module = _module(eng, wasm)
+        self.sink = _PrintSink()
+        imports = []
+        if any(i.module == "kera" and i.name == "print" for i in module.imports):
+            imports.append(_print_import(store, self.sink))  # only `! io` functions
+        inst = wasmtime.Instance(store, module, imports)
+        self.exports = ex = inst.exports(store)
+        self.mem: wasmtime.Memory = ex["memory"]
+        self.heap: wasmtime.Global = ex["kera_heap"]
+        self.top: wasmtime.Global = ex["kera_top"]
+        self.empty = (self.heap.value(store), self.top.value(store))
+
+    def reset(self) -> None:
+        """An empty heap again (the memory keeps its size and its pages)."""
+        self.heap.set_value(self.store, self.empty[0])
+        self.top.set_value(self.store, self.empty[1])
+
+
+class _PrintSink:
+    def __init__(self) -> None:
+        self.printed: list[str] = []
+        self.stdout = None
+
+
+_POOL: OrderedDict[tuple, _Machine] = OrderedDict()
+_POOL_LOCK = threading.Lock()
+POOL_SIZE = 8  # machines kept (one per module and memory limit)
+POOL_BYTES = 256 << 20  # a machine whose memory grew beyond this is not kept
+
+
+def _take(wasm: bytes, memory_limit: int) -> _Machine:
+    key = (hashlib.sha3_256(wasm).digest(), memory_limit)
+    with _POOL_LOCK:
+        m = _POOL.pop(key, None)
+    return m if m is not None else _Machine(key, wasm, memory_limit)
+
+
+def _give(m: _Machine) -> None:
+    if m.mem.data_len(m.store) > POOL_BYTES:
+        return
+    m.reset()
+    m.sink.stdout = None
+    with _POOL_LOCK:
+        _POOL[m.key] = m
+        while len(_POOL) > POOL_SIZE:
+            _POOL.popitem(last=False)
+
+
 def run_wasm(
     wasm: bytes,
     graph: Graph,
@@ -96,19 +157,25 @@ def run_wasm(
     memory_limit: int = DEFAULT_MEMORY,
     stdout=None,
 ) -> RunResult:
-    """Run export ``fn_name`` of ``wasm`` (lowered from ``graph``) on host ``inputs``."""
-    inst = WasmInstance(
-        wasm,
-        graph,
-        fn_name,
-        inputs,
-        dims,
-        provenance=provenance,
-        fuel=fuel,
-        memory_limit=memory_limit,
-        stdout=stdout,
-    )
-    res = inst.call()
+    """Run export ``fn_name`` of ``wasm`` (lowered from ``graph``) on host ``inputs``, on a
+    pooled instance of the module (its heap emptied after the run)."""
+    machine = _take(wasm, memory_limit)
+    try:
+        inst = WasmInstance(
+            wasm,
+            graph,
+            fn_name,
+            inputs,
+            dims,
+            provenance=provenance,
+            fuel=fuel,
+            memory_limit=memory_limit,
+            stdout=stdout,
+            machine=machine,
+        )
+        res = inst.call()
+    finally:
+        _give(machine)
     assert res is not None
     return res
 
@@ -146,6 +213,7 @@ class WasmInstance:
         fuel: int = DEFAULT_FUEL,
         memory_limit: int = DEFAULT_MEMORY,
         stdout=None,
+        machine: _Machine | None = None,
     ) -> None:
         src = graph if provenance is None else _WithProv(graph, provenance)
         sig = entry_signature(src, fn_name)
@@ -158,21 +226,19 @@ class WasmInstance:
             fuel,
             stdout,
         )
-        eng = engine()
-        self.store = store = wasmtime.Store(eng)
-        store.set_fuel(fuel)
-        store.set_limits(memory_size=memory_limit)
-        module = _module(eng, wasm)
-        self.printed: list[str] = []
-        imports = []
-        if any(i.module == "kera" and i.name == "print" for i in module.imports):
-            imports.append(_print_import(store, self.printed, stdout))  # only `! io` functions
-        inst = wasmtime.Instance(store, module, imports)
-        self.exports = ex = inst.exports(store)
-        self.mem: wasmtime.Memory = ex["memory"]
+        if machine is None:
+            key = (hashlib.sha3_256(wasm).digest(), memory_limit)
+            machine = _Machine(key, wasm, memory_limit)
+        self.machine = machine
+        self.store = machine.store
+        self.store.set_fuel(fuel)  # (writing the inputs calls `kera_alloc`)
+        self.printed = machine.sink.printed
+        machine.sink.stdout = stdout
+        self.exports = ex = machine.exports
+        self.mem = machine.mem
         self._func = ex[fn_name]
-        self._heap: wasmtime.Global = ex["kera_heap"]
-        self._top: wasmtime.Global = ex["kera_top"]
+        self._heap = machine.heap
+        self._top = machine.top
         self._err: wasmtime.Global = ex["kera_error"]
         self._alloc = ex["kera_alloc"]
         self.slots: dict[str, list[int]] = {}  # a parameter's flattened argument positions
@@ -338,7 +404,7 @@ def _bits(t: str, r) -> int:
     return int(r) & ((1 << 64) - 1)
 
 
-def _print_import(store, printed: list[str], stdout) -> wasmtime.Func:
+def _print_import(store, sink: _PrintSink) -> wasmtime.Func:
     """`kera.print(desc, len, value, shape)`: format as the interpreter does (printing.py).
 
     ``desc`` is the JSON descriptor in the module's data: ``{"text": …}``, ``{"elem": …}``
@@ -365,9 +431,9 @@ def _print_import(store, printed: list[str], stdout) -> wasmtime.Func:
             data = bytes(mem.read(caller, at, at + n * dt.itemsize)) if n else b""
             arr = np.frombuffer(data, dtype=dt.newbyteorder("<")).astype(dt).reshape(shape)
             s = printing.format_value(canon(arr) if dt.kind == "f" else arr)
-        printed.append(s)
-        if stdout is not None:
-            stdout.write(s)
+        sink.printed.append(s)
+        if sink.stdout is not None:
+            sink.stdout.write(s)
 
     return wasmtime.Func(store, ty, host, access_caller=True)
 
