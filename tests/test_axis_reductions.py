@@ -7,7 +7,7 @@
   line of the input (the definition), and is within the documented bound of NumPy;
 * the loop program (CPU and GRID shapes) and every native target that runs here (x86-64,
   arm64 under unicorn, verilog under iverilog for small cases) give the interpreter's bits or
-  its checked error; the ptx text assembles with ptxas; wasm refuses at compile time.
+  its checked error, and so does wasm; the ptx text assembles with ptxas.
 
 Axis lengths 0, 1, odd, 1023/1024/1025 (the tile boundary) and a larger one, over rank 2
 and rank 3 (every axis), f32 and f64 (and i32 where the type rules allow), ordinary and
@@ -161,19 +161,12 @@ def test_a_bad_axis_is_reported_at_the_axis(
     assert src[d.span.start : d.span.end] == needle, (call, src[d.span.start : d.span.end])
 
 
-def test_the_wasm_target_refuses_axis_forms_and_argmin_at_compile_time() -> None:
+def test_wasm_gives_the_interpreters_bits() -> None:
     try:
-        wasm = get("wasm")
+        get("wasm")
     except ImportError:
         tool_missing("the wasm target needs wasmtime")
-    m = analyzed(
-        "pub fn s[M, N](x: &f32[M, N]) -> f32[N] { sum(x, 0) }\n"
-        "pub fn a[N](x: &f32[N]) -> i64 { argmin(x) }\n"
-        "pub fn w[M, N](x: &f32[M, N]) -> f32 { sum(x) }\n"
-    )
-    assert any("along an axis" in r for r in wasm.unsupported(m.graph, "s"))
-    assert any("`argmin`" in r for r in wasm.unsupported(m.graph, "a"))
-    assert wasm.unsupported(m.graph, "w") == []
+    _native("wasm", CASES, LENGTHS)
 
 
 # --- the interpreter: the definition and NumPy -----------------------------------------------

@@ -159,6 +159,10 @@ def test_fuel_bounds_a_wasm_run_and_can_be_raised(capsys, tmp_path):
     assert rc == 1 and "result error R0007" in out and "--fuel N" in err
     rc, out, _ = kera_run(capsys, *args, "--target", "all", "--fuel", "10000000")
     assert rc == 0 and "result sha3-256:" in out
+    # under `all`, a target stopped by its own budget says so; it is not a disagreement
+    rc, out, err = kera_run(capsys, *args, "--target", "all", "--fuel", "5000")
+    assert rc == 0 and "result sha3-256:" in out
+    assert "target wasm stopped: out of fuel" in err and "--fuel N" in err
     rc, _, err = kera_run(capsys, *args, "--fuel", "100")
     assert rc == 2 and "not interp" in err
     rc, _, err = kera_run(capsys, *args, "--target", "wasm", "--fuel", "0")

@@ -214,3 +214,24 @@ def test_structs_and_printing_on_repeated_calls(path: str, name: str) -> None:
         assert r.printed == ref.printed
     assert out.getvalue() == ref.printed * 5
     assert inst.memory_bytes == size
+
+
+def test_one_off_runs_share_a_pooled_instance_and_stay_exact() -> None:
+    """`run_wasm` takes a pooled instance of the module and empties its heap afterwards:
+    runs with other inputs and sizes, after a trap and after printing, give the
+    interpreter's bytes, and the memory does not grow from run to run."""
+    from kera_core.backends.wasm import runtime
+
+    m = module(SRC)
+    art = TARGET.lower(m.graph, m.provenance, "quot")
+    sizes = []
+    for k, (n, b) in enumerate([(300, 7), (5000, 0), (17, -3), (5000, 5), (5000, 0), (4, 1)]):
+        x = RNG.integers(-9, 9, n).astype(np.int32)
+        inputs = {"x": x, "b": np.int32(b)}
+        got = outcome(lambda: run_wasm(art.data, m.graph, "quot", inputs, provenance=m.provenance))  # noqa: B023
+        want = outcome(lambda: run_function(m, "quot", inputs))  # noqa: B023
+        assert got == want, (k, n, b)
+        pooled = [mm for mm in runtime._POOL.values() if mm.key[0] == runtime._module_key(art.data)]
+        assert len(pooled) == 1
+        sizes.append(pooled[0].mem.data_len(pooled[0].store))
+    assert sizes[3:] == [sizes[3]] * 3  # the same pages, run after run

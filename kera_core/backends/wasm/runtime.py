@@ -127,8 +127,12 @@ POOL_SIZE = 8  # machines kept (one per module and memory limit)
 POOL_BYTES = 256 << 20  # a machine whose memory grew beyond this is not kept
 
 
+def _module_key(wasm: bytes) -> bytes:
+    return hashlib.sha3_256(wasm).digest()
+
+
 def _take(wasm: bytes, memory_limit: int) -> _Machine:
-    key = (hashlib.sha3_256(wasm).digest(), memory_limit)
+    key = (_module_key(wasm), memory_limit)
     with _POOL_LOCK:
         m = _POOL.pop(key, None)
     return m if m is not None else _Machine(key, wasm, memory_limit)
@@ -227,7 +231,7 @@ class WasmInstance:
             stdout,
         )
         if machine is None:
-            key = (hashlib.sha3_256(wasm).digest(), memory_limit)
+            key = (_module_key(wasm), memory_limit)
             machine = _Machine(key, wasm, memory_limit)
         self.machine = machine
         self.store = machine.store
