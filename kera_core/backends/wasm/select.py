@@ -270,25 +270,36 @@ class FunctionSelector:
         return f"({load_op(b.elem)} {self.address(b, index)})"
 
     def loop(self, s: ir.Loop) -> None:
-        """``for var in lo..hi``: a counter of its own (the bound read once, at entry); a
-        planned `lanes` loop runs its first iterations as vector steps."""
-        i = self.local("i64", "i")
-        hi = self.local("i64", "n")
-        self.emit(f"(local.set {i} {self.get(s.lo)})")
-        self.emit(f"(local.set {hi} {self.get(s.hi)})")
+        """A planned `lanes` loop runs its first iterations as vector steps, the rest (or
+        every iteration, without a plan) as the scalar loop."""
         plan = None
         if self.mod.vectors:
             from kera_core.backends.wasm import vector
 
             plan = vectorize.plan(s, set(self.defined), vector.TARGET)
+
+        def vector_steps(i: str, hi: str) -> None:
             if plan is not None:
                 vector.VectorLoop(self, plan).emit(i, hi)
+
+        self.range_loop(s, self.stmts, vector_steps)
+
+    def range_loop(self, s: ir.Loop, body, first=None) -> None:
+        """``for var in lo..hi``: a counter of its own (the bound read once, at entry), the
+        body emitted by ``body(statements)``; ``first(counter, bound)`` emits what runs
+        before the loop and may advance the counter."""
+        i = self.local("i64", "i")
+        hi = self.local("i64", "n")
+        self.emit(f"(local.set {i} {self.get(s.lo)})")
+        self.emit(f"(local.set {hi} {self.get(s.hi)})")
+        if first is not None:
+            first(i, hi)
         brk, cont = self.label("done"), self.label("loop")
         self.emit(f"(block {brk} (loop {cont}")
         self.depth += 1
         self.emit(f"(br_if {brk} (i64.ge_s (local.get {i}) (local.get {hi})))")
         self.set(s.var, f"(local.get {i})")
-        self.stmts(s.body)
+        body(s.body)
         self.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const 1)))")
         self.emit(f"(br {cont})")
         self.depth -= 1

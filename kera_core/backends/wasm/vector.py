@@ -154,21 +154,7 @@ class VectorLoop:
                 raise AssertionError(type(st).__name__)
 
     def inner_loop(self, st: ir.Loop) -> None:
-        s = self.sel
-        i = s.local("i64", "i")
-        hi = s.local("i64", "n")
-        s.emit(f"(local.set {i} {s.get(st.lo)})")
-        s.emit(f"(local.set {hi} {s.get(st.hi)})")
-        brk, cont = s.label("idone"), s.label("iloop")
-        s.emit(f"(block {brk} (loop {cont}")
-        s.depth += 1
-        s.emit(f"(br_if {brk} (i64.ge_s (local.get {i}) (local.get {hi})))")
-        s.set(st.var, f"(local.get {i})")
-        self.stmts(st.body)
-        s.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const 1)))")
-        s.emit(f"(br {cont})")
-        s.depth -= 1
-        s.emit("))")
+        self.sel.range_loop(st, self.stmts)  # its vector accumulators stay in their locals
 
     def op(self, st: ir.Op, u: int) -> str:
         name = st.op
