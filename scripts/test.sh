@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 # System tools: node runs the tree-sitter CLI (tools/tree-sitter fetches the CLI itself) and
 # builds the VS Code extension; Neovim drives the editor end-to-end test; Chromium runs the
-# same .wasm in a browser; iverilog simulates the Verilog float units, verilator lints them;
+# same .wasm in a browser; iverilog simulates the Verilog designs, verilator lints them and
+# is the second simulator (it compiles C++: g++ and make);
 # GNU as for AArch64 checks the arm64 encoder; with ld and qemu-aarch64 it runs the arm64
 # artifact as a static ELF (the ABI end to end).
 need_apt=()
@@ -18,6 +19,8 @@ command -v nvim >/dev/null || need_apt+=(neovim)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v iverilog >/dev/null || need_apt+=(iverilog)
 command -v verilator >/dev/null || need_apt+=(verilator)
+command -v g++ >/dev/null || need_apt+=(g++)    # verilator --binary compiles C++ with make
+command -v make >/dev/null || need_apt+=(make)
 command -v aarch64-linux-gnu-as >/dev/null || need_apt+=(binutils-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || need_apt+=(qemu-user)
 if ((${#need_apt[@]})); then

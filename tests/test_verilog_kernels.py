@@ -5,10 +5,16 @@ interpreter's, checked errors must give its codes, unsupported constructs are re
 reason, and verilator lints the generated modules.
 
 Sizes are small (simulation is slow); KERA_VERILOG_SIZES=N adds dimension size N for the
-example kernels (e.g. 40) for a longer run."""
+example kernels (e.g. 40) for a longer run.
+
+Verilator is the second simulator: a default sample of kernels runs in both, with the raw
+result bytes equal to the interpreter's and the same cycle count; KERA_VERILATOR=1 runs
+every example kernel, the adversarial-float, integer and error programs and the generated
+programs in verilator too (each design is a C++ build of several seconds, kept on disk)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -28,6 +34,7 @@ from tests.tools import tool_missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRA = [int(x) for x in os.environ.get("KERA_VERILOG_SIZES", "").split(",") if x]
+ALL_VERILATOR = os.environ.get("KERA_VERILATOR") == "1"
 TARGET = get("verilog")
 
 
@@ -69,20 +76,38 @@ def _outcome(run):
     return ("ok", r.digest(), _raw(r))
 
 
-def _both(module, fn: str, inputs: dict, dims: dict, max_steps=None):
+def _cycles(run):
+    """The outcome of a simulated run and the cycles it took (also for a checked error)."""
+    try:
+        r = run()
+    except InterpError as e:
+        return ("error", e.code), getattr(e, "cycles", None)
+    return ("ok", r.digest(), _raw(r)), r.cycles
+
+
+def _both(module, fn: str, inputs: dict, dims: dict, max_steps=None, sim=None):
+    """The interpreter's outcome and the simulated one (in ``sim``, default iverilog; under
+    KERA_VERILATOR=1 also in verilator, which must agree to the cycle)."""
     ref = _outcome(lambda: run_function(module, fn, inputs, dims, max_steps=max_steps))
     art = TARGET.lower(module.graph, None, fn)
-    got = _outcome(
-        lambda: TARGET.run(
-            art,
-            module.graph,
-            fn,
-            inputs,
-            dims,
-            max_steps=max_steps,
-            provenance=module.provenance,
+
+    def run(sim):
+        return _cycles(
+            lambda: TARGET.run(
+                art,
+                module.graph,
+                fn,
+                inputs,
+                dims,
+                max_steps=max_steps,
+                provenance=module.provenance,
+                sim=sim,
+            )
         )
-    )
+
+    got, cycles = run(sim or "iverilog")
+    if ALL_VERILATOR and sim is None and not TB.tools_missing("verilator"):
+        assert run("verilator") == (got, cycles), (fn, "verilator disagrees with iverilog")
     return ref, got
 
 
@@ -372,6 +397,75 @@ def test_verilator_lints_the_generated_modules(tmp_path) -> None:
         assert "%Error" not in r.stderr, r.stderr
 
 
+def _need_verilator() -> None:
+    why = TB.tools_missing("verilator")
+    if why:
+        tool_missing(why)
+
+
+def _three(module, fn: str, inputs: dict, dims: dict, max_steps=None):
+    """The interpreter's outcome, and iverilog's and verilator's with their cycles."""
+    ref = _outcome(lambda: run_function(module, fn, inputs, dims, max_steps=max_steps))
+    art = TARGET.lower(module.graph, None, fn)
+    got = []
+    for sim in TB.SIMULATORS:
+        run = functools.partial(
+            TARGET.run,
+            art,
+            module.graph,
+            fn,
+            inputs,
+            dims,
+            max_steps=max_steps,
+            provenance=module.provenance,
+            sim=sim,
+        )
+        got.append(_cycles(run))
+    return ref, got
+
+
+def test_verilator_runs_the_test_bench_bit_for_bit() -> None:
+    """The second simulator on a sample: f32 memories and units, the f64 units on special
+    values, every conversion unit, and the step budget ending a run (R0007) at several
+    budgets (one build: the budget, like the inputs, is read at run time). Raw bytes equal
+    the interpreter's; verilator's cycle count equals iverilog's."""
+    _need_iverilog()
+    _need_verilator()
+    cases = []
+    m = _example("saxpy")
+    for adversarial in (False, True):
+        inputs, dims = _generated(m, "saxpy_pure", 5, 5, adversarial)
+        cases.append((m, "saxpy_pure", inputs, dims, None))
+    f = _module(FLOATS)
+    x = _specials(np.float64)
+    y = x[np.random.default_rng(3).permutation(len(x))]
+    cases.append((f, "ops64", {"x": x, "y": y}, {"N": len(x)}, None))
+    cases.append((f, "casts", {"x": x}, {"N": len(x)}, None))
+    e = _module(ERRORS)
+    xs = np.arange(4, dtype=np.float32)
+    for steps in (None, 4, 7, 19, 20):
+        cases.append((e, "spin", {"x": xs}, {"N": 4}, steps))
+    for mod, fn, inputs, dims, steps in cases:
+        ref, [(iv, iv_cycles), (vl, vl_cycles)] = _three(mod, fn, inputs, dims, steps)
+        assert iv == ref and vl == ref, (fn, steps)
+        assert vl_cycles == iv_cycles, (fn, steps, iv_cycles, vl_cycles)
+
+
+def test_kera_run_sim_verilator(capsys) -> None:
+    _need_verilator()
+    saxpy = os.path.join(ROOT, "examples", "saxpy.kera")
+    args = ["run", saxpy, "--entry", "saxpy_pure", "--dims", "N=5", "--seed", "1"]
+    assert main(args) == 0
+    ref, _ = capsys.readouterr()
+    try:
+        assert main([*args, "--target", "verilog", "--sim", "verilator"]) == 0
+    finally:
+        TARGET.sim = None
+    out, err = capsys.readouterr()
+    assert out == ref
+    assert "verilog:" in err and "cycles (verilator)" in err
+
+
 def test_kera_run_target_verilog_prints_the_interpreters_digests(capsys) -> None:
     _need_iverilog()
     saxpy = os.path.join(ROOT, "examples", "saxpy.kera")
@@ -388,9 +482,74 @@ def test_build_report_gives_latency_and_ii(monkeypatch) -> None:
     monkeypatch.setenv("KERA_YOSYS", "0")
     m = _example("saxpy")
     rep = TARGET.report(m.graph, "saxpy_pure")
-    assert "loop %i.6 (lanes): iteration latency 12 cycles, II 12" in rep
+    assert "loop %i.6 (lanes): iteration latency 8 cycles, II 1 (pipelined)" in rep
+    assert "1 loop pipelined at II 1" in rep
     assert "unit u_f32_add: kera_fp_add, latency 2" in rep
     assert "memory @b5: 32 bits x D0 (result)" in rep
+    rep = TARGET.report(m.graph, "saxpy")  # a source loop: sequential
+    assert "loop %it.5 (seq, counted): iteration latency 30 cycles, II 30 (sequential" in rep
+
+
+def test_lanes_loops_are_pipelined_at_ii_1() -> None:
+    """saxpy_pure's loop runs one iteration a cycle (N + its pipeline depth + a few cycles,
+    instead of N times the sequential body), and a lanes loop with an inner loop stays
+    sequential; the bits of both are the interpreter's (the example kernels above)."""
+    _need_iverilog()
+    m = _example("saxpy")
+    for n in (1, 2, 16, 40):
+        inputs, dims = _generated(m, "saxpy_pure", n, 5, False)
+        art = TARGET.lower(m.graph, None, "saxpy_pure")
+        r = TARGET.run(art, m.graph, "saxpy_pure", inputs, dims, provenance=m.provenance)
+        assert r.digest() == run_function(m, "saxpy_pure", inputs, dims).digest()
+        assert r.cycles <= 2 * n + 16, (n, r.cycles)  # zeroing the result: n + 1
+    sch = V.compiled(_example("dot").graph, "dot_builtin").schedule
+    assert not sch.pipelined and "a Loop in the body" in {
+        sch.pipeline_refusal(s) for s in _loops(sch.fn.body) if s.mark == "lanes"
+    }
+
+
+def _loops(stmts):
+    from kera_core.loops.ir import Loop
+
+    for s in stmts:
+        if isinstance(s, Loop):
+            yield s
+            yield from _loops(s.body)
+
+
+def test_a_counted_pipelined_loop_spends_the_step_budget_at_once() -> None:
+    """A counted lanes loop (the optimizer's marks can make one) pipelined: the whole trip
+    count of the budget is checked before the first iteration, so a budget of N - 1 ends
+    the run with R0007 as the sequential loop's N-th test does, and N runs to the end."""
+    import copy
+
+    from kera_core.loops.ir import Loop
+
+    _need_iverilog()
+    m = _example("saxpy")
+    fn = copy.deepcopy(V.compiled(m.graph, "saxpy_pure").fn)
+    loop = next(s for s in fn.body if isinstance(s, Loop))
+    loop.counted = True
+    d = V.build(fn)
+    assert id(loop) in d.schedule.pipelined
+    n = 5
+    a = np.float32(1.5)
+    x = np.arange(n, dtype=np.float32) - 2
+    y = np.linspace(-1, 1, n, dtype=np.float32)
+    pa, px, py = (d.selector_of(g[0]).sel for g in fn.params)
+    loads = [(pa, 0, int(a.view(np.uint32)))]
+    loads += [(px, i, int(v)) for i, v in enumerate(x.view(np.uint32))]
+    loads += [(py, i, int(v)) for i, v in enumerate(y.view(np.uint32))]
+    out = d.selector_of(fn.results[0][0]).sel
+    reads = [(out, i) for i in range(n)]
+    want = [int(v) for v in (a * x + y).view(np.uint32)]
+    site = [i for i, st in enumerate(d.schedule.sites, 1) if st.code == "R0007"]
+    for budget in (None, 0, n - 1, n, n + 1):
+        err, _, vals = TB.simulate(d, d.module + d.sources, [n], loads, reads, budget)
+        if budget is not None and budget < n:
+            assert err in site and not vals, budget
+        else:
+            assert err == 0 and vals == want, budget
 
 
 @pytest.mark.skipif(

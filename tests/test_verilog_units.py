@@ -45,6 +45,30 @@ def test_unit_matches_reference(name: str) -> None:
         )
 
 
+PIPELINED = [
+    (name, lat)
+    for name, u in sorted(U.UNITS.items())
+    if u.kind in U.CUTS
+    for lat in range(1, len(U.CUTS[u.kind]) + 3)
+    if lat != u.latency
+]
+
+
+@pytest.mark.parametrize("name,lat", PIPELINED, ids=[f"{n}-L{lat}" for n, lat in PIPELINED])
+def test_pipelined_unit_at_every_latency(name: str, lat: int) -> None:
+    """add, mul and fma have register stages cut into their datapaths (U.CUTS): at every
+    LATENCY from 1 to every cut plus an output register, one operation accepted per cycle
+    (the test bench's bubble every fifth cycle), valid_out exactly LATENCY cycles later,
+    the same bits (a sample of the special values and random operands)."""
+    _need_iverilog()
+    u = U.at_latency(U.UNITS[name], lat)
+    vecs = V.special_vectors(u)[:: 7 if u.kind == "fma" else 1] + V.random_vectors(u, 500, lat)
+    got = U.simulate(u, vecs)
+    exp = U.reference(u, vecs)
+    bad = [(v, g, e) for v, g, e in zip(vecs, got, exp, strict=True) if g != e]
+    assert not bad, f"{name} L{lat}: {len(bad)} mismatches, first {bad[0]}"
+
+
 def _np(f: R.Fmt):
     return (np.float32, np.uint32) if f.bits == 32 else (np.float64, np.uint64)
 
@@ -125,3 +149,22 @@ def test_verilator_lints_every_unit() -> None:
             text=True,
         )
         assert r.returncode == 0, f"{top}:\n{r.stderr}"
+    for kind, cuts in U.CUTS.items():  # the pipelined units at every latency
+        for lat in range(1, len(cuts) + 3):
+            r = subprocess.run(
+                [
+                    "verilator",
+                    "--lint-only",
+                    "-Wno-fatal",
+                    "-Wno-WIDTH",
+                    "-Wno-UNUSED",
+                    f"-GLATENCY={lat}",
+                    "--top-module",
+                    f"kera_fp_{kind}",
+                    *map(str, U.SOURCES),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert r.returncode == 0, f"kera_fp_{kind} LATENCY={lat}:\n{r.stderr}"
+            assert "%Error" not in r.stderr, r.stderr

@@ -64,3 +64,26 @@ def apply_isa(args) -> None:
     t = targets.get("x86_64")
     if t is not None:
         t.isa = level
+
+
+SIMULATORS = ("iverilog", "verilator")  # kera_core.backends.verilog.testbench.SIMULATORS
+
+
+def add_sim_flag(parser) -> None:
+    parser.add_argument(
+        "--sim",
+        choices=SIMULATORS,
+        help="the verilog target's simulator (default: iverilog, or KERA_VERILOG_SIM)",
+    )
+
+
+def apply_sim(args) -> None:
+    """`--sim NAME`: the simulator the verilog target runs its test bench in."""
+    sim = getattr(args, "sim", None)
+    if sim is None:
+        return
+    from kera_core import targets
+
+    t = targets.get("verilog")
+    if t is not None:
+        t.sim = sim

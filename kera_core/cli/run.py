@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING
 
 from kera_core import targets
 from kera_core.cli.front import _print_diags
-from kera_core.cli.inputs import UsageError, add_isa_flag, apply_isa, read_input
+from kera_core.cli.inputs import (
+    UsageError,
+    add_isa_flag,
+    add_sim_flag,
+    apply_isa,
+    apply_sim,
+    read_input,
+)
 from kera_core.ir.provenance import Provenance
 from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.source import LineIndex, encode
@@ -79,6 +86,7 @@ def register(sub) -> None:
         help="instruction budget of fuel-metered targets such as wasm (default 20000000000)",
     )
     add_isa_flag(r)
+    add_sim_flag(r)
     r.set_defaults(func=cmd_run)
 
 
@@ -345,6 +353,7 @@ def cmd_run(args) -> int:
     from kera_core.interp.values import concrete_type, flat_items, raw_bytes
 
     apply_isa(args)
+    apply_sim(args)
     runner = select_target(args.target)
     budget = {}
     if args.fuel is not None:
@@ -416,7 +425,8 @@ def cmd_run(args) -> int:
     out.write(f"result sha3-256:{r.digest()}\n")
     cycles = getattr(r, "cycles", None)  # a hardware target's simulated clock cycles
     if cycles is not None:
-        print(f"{args.target}: {cycles} cycles", file=sys.stderr)
+        sim = getattr(r, "simulator", None)  # which simulator counted them
+        print(f"{args.target}: {cycles} cycles" + (f" ({sim})" if sim else ""), file=sys.stderr)
     if args.out:
         arrays = {}
         for o in r.outputs:

@@ -1,11 +1,13 @@
 """The `verilog` target: a function as a synthesizable Verilog-2005 module (a controller
 scheduled onto Kera's own IEEE 754 float units, integer logic and block-RAM memories),
-simulated with iverilog (docs/targets/verilog.md).
+simulated with iverilog or verilator (docs/targets/verilog.md).
 
 Building needs nothing but this package (the artifact is the Verilog text, the float units
 included, with the graph fingerprint in its comment header); ``run`` needs ``iverilog``
-and ``vvp``. Where they are missing, ``cannot_run_here`` says so in one line, and
-`kera run --target all` and `kera demo` skip the target saying why.
+and ``vvp``, or verilator 5 (``sim``: the attribute `kera run --sim` sets, a ``sim=``
+argument to ``run``, else ``KERA_VERILOG_SIM``, else iverilog). Where they are missing,
+``cannot_run_here`` says so in one line, and `kera run --target all` and `kera demo` skip
+the target saying why.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from kera_core.targets import run_module as _run_module
 
 class VerilogTarget:
     name = "verilog"
-    description = "a synthesizable Verilog-2005 module per function, simulated with iverilog"
+    description = (
+        "a synthesizable Verilog-2005 module per function, simulated with iverilog or verilator"
+    )
     suffix = ".v"
+    sim: str | None = None  # the simulator `run` uses: iverilog, verilator (None: the default)
 
     per_function = True
     supports_max_steps = True  # every counted loop and while spends the step budget
@@ -59,7 +64,7 @@ class VerilogTarget:
     def cannot_run_here(self) -> str | None:
         from kera_core.backends.verilog.testbench import tools_missing
 
-        return tools_missing()
+        return tools_missing(self.sim)
 
     def run(self, artifact: Artifact, graph: Graph, fn: str, inputs: dict, dims=None, **kw):
         from types import SimpleNamespace
@@ -71,6 +76,7 @@ class VerilogTarget:
             raise ValueError(f"the artifact's entry is `{entry}`, not `{fn}`")
         source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))
         design = V.compiled(graph, fn)
+        kw["sim"] = kw.get("sim") or self.sim
         return testbench.run(design, text, source, fn, inputs, dims, **kw)
 
 

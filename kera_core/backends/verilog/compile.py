@@ -41,6 +41,7 @@ from .float_units import SOURCES, UNITS
 from .schedule import FINISH, IDLE, Schedule
 
 MAGIC = "// kera-verilog v1\n"
+ONE = "1'b1"
 MAX_SELECTORS = 256
 
 
@@ -208,8 +209,13 @@ def module_text(sch: Schedule, sels: list[Port]) -> str:
         for port, w in spec.inputs:
             L.append(f"    {n}_{port} = {w}'h0;")
         L.append("    case (state)")
+        # a pipelined loop's state issues with the issuing stage's valid bit ("valid")
         arms = [
-            (st, [f"{n}_vi = 1'b1;"] + [f"{n}_{k} = {v};" for k, v in ports.items()])
+            (
+                st,
+                [f"{n}_vi = {ports.get('valid', ONE)};"]
+                + [f"{n}_{k} = {v};" for k, v in ports.items() if k != "valid"],
+            )
             for st, ports in u.issues
         ]
         L += _case_arms(arms, "      ")
@@ -284,7 +290,7 @@ def header(graph: Graph, fn: str, design: Design) -> str:
         f"// fingerprint sha3-256:{graph.fingerprint().hex()}",
         f"// entry {fn}",
         "// dims " + (", ".join(f"D{i} = {d!r}" for i, d in enumerate(lf.dims)) or "none"),
-        f"// controller: {len(design.schedule.states)} states, sequential schedule",
+        f"// controller: {design.schedule.summary()}",
     ]
     for u in design.schedule.units.values():
         lines.append(f"// unit {u.name}: {UNITS[u.unit].module}, latency {UNITS[u.unit].latency}")

@@ -13,6 +13,7 @@ Every unit has the ports ``clk``, ``rst`` (synchronous, clears the valid pipelin
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -66,6 +67,23 @@ LATENCY = {
     "i2f": 2,
     "cvt": 2,
 }
+
+
+# The register stages cut into a pipelined unit's datapath besides its input registers,
+# in the order a growing LATENCY fills them (a cut after the named step); latency beyond
+# them adds output registers. LATENCY = 1 + the cuts used + the output registers. The
+# other units compute combinationally between their input registers and LATENCY - 1
+# output registers.
+CUTS = {
+    "add": ("add", "normalise"),
+    "mul": ("multiply", "normalise"),
+    "fma": ("multiply", "add", "normalise"),
+}
+
+
+def at_latency(unit: Unit, latency: int) -> Unit:
+    """``unit`` instantiated with another ``LATENCY`` (>= 1)."""
+    return dataclasses.replace(unit, params={**unit.params, "LATENCY": latency}, latency=latency)
 
 
 def _fp(f: Fmt) -> dict[str, int]:

@@ -166,7 +166,7 @@ def report(graph: Graph, fn: str) -> str:
     d = V.compiled(graph, fn)
     sch = d.schedule
     lines = [f"verilog module `kera_main` for `{fn}`"]
-    lines.append(f"  controller: {len(sch.states)} states, sequential schedule")
+    lines.append(f"  controller: {sch.summary()}")
     for u in sch.units.values():
         spec = UNITS[u.unit]
         lines.append(
@@ -203,7 +203,7 @@ def report(graph: Graph, fn: str) -> str:
 
 
 def throughput_lines(sch, fmax_mhz: float) -> list[str]:
-    """Each loop with a fixed iteration latency (its II: no loop is pipelined yet) as time
+    """Each loop with a fixed II (a pipelined loop's 1, else its iteration latency) as time
     and iterations per second at ``fmax_mhz``."""
     out = []
     for var, ii in sch.loop_iis():

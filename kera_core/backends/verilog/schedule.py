@@ -25,8 +25,11 @@ float ``Op``       issue (``valid_in`` with the operands), then wait for    late
 
 A float unit instance is shared by every operation of its kind: only one operation is in
 flight at a time (a sequential schedule), so a unit's ``valid_out`` always belongs to the
-state waiting for it. A loop's initiation interval is therefore its body's latency plus
-its test state (no loop is pipelined yet); :func:`Schedule.loop_report` gives both.
+state waiting for it. A sequential loop's initiation interval is therefore its body's
+latency plus its test state. The exception: a ``lanes`` loop whose body allows it
+(:meth:`Schedule.pipeline_refusal`) runs as a pipeline at II = 1
+(:meth:`Schedule.pipelined_loop`: init, one pipeline state, trips + depth + 1 cycles);
+:func:`Schedule.loop_report` gives the latency and II of every loop.
 """
 
 from __future__ import annotations
@@ -113,7 +116,9 @@ class Schedule:
         self.loops: list[LoopInfo] = []
         self.helpers = D.Helpers(set())
         self._defs = _definitions(fn.body)
+        self._uses = _uses(fn)
         self._depth = 0
+        self.pipelined: dict[int, int] = {}  # id(Loop) -> iteration latency (II 1)
         for group in fn.params:
             for x in group:
                 if isinstance(x, Buf):
@@ -322,13 +327,7 @@ class Schedule:
 
     def const(self, s: Op, k: int) -> int:
         """An operation on constants, folded by the primitive's own meaning."""
-        import numpy as np
-
-        from kera_core.loops.interp import imm_value
-
-        with np.errstate(all="ignore"):
-            v = PRIMS[s.op].run(s.dst.type, *(imm_value(x) for x in s.args))
-        bits = int(np.asarray(v).reshape(1).view(f"u{np.asarray(v).dtype.itemsize}")[0])
+        bits = _const_bits(s)
         st = self.new_state(f"{s.dst!r} = {s.op} (constant)")
         st.body += [f"{self.reg(s.dst)} <= {D.lit(s.dst.type, bits)};", f"state <= {k};"]
         return st.id
@@ -342,6 +341,8 @@ class Schedule:
         )
 
     def loop(self, s: Loop, k: int) -> int:
+        if self.pipeline_refusal(s) is None:
+            return self.pipelined_loop(s, k)
         var = self.reg(s.var)
         i = len(self.loops)
         cnt = self.extra(f"lc{i}", 64)
@@ -364,6 +365,205 @@ class Schedule:
         test.body.append(f"if ($signed({cnt}) < $signed({hi})) begin {go} end")
         test.body.append(f"else state <= {k};")
         info.body = body_cycles(s.body)
+        return init.id
+
+    # --- loop pipelining ------------------------------------------------------------------
+
+    def pipeline_refusal(self, s: Loop) -> str | None:
+        """Why the ``lanes`` loop ``s`` cannot run pipelined at II = 1 (None: it can).
+
+        Its body must be straight-line ``Op``/``Load``/``Store`` (no check, branch, inner
+        loop, allocation: a check's error order would need the sequential order), use each
+        float unit at most once and each memory's read and write port at most once per
+        iteration, a memory both read and written only at the loop variable with the read
+        first (iterations then touch different elements; within one the read sees the old
+        value, as in the sequential order), and define every value once, before its uses,
+        never used outside the body (the mark promises it; it is checked)."""
+        if s.mark != "lanes":
+            return "not a lanes loop"
+        for st in s.body:
+            if not isinstance(st, (Op, Load, Store)):
+                return f"a {type(st).__name__} in the body"
+        units: set[str] = set()
+        loads: dict[int, Load] = {}
+        stores: dict[int, Store] = {}
+        defined: set[int] = set()
+        body_uses: dict[int, int] = {}
+        body_defs = {st.dst.id for st in s.body if isinstance(st, (Op, Load))}
+        for st in s.body:
+            for x in _operands(st):
+                body_uses[x.id] = body_uses.get(x.id, 0) + 1
+                if x.lanes != 1:
+                    return "vector values"
+                if x.id in body_defs and x.id not in defined:
+                    return f"{x!r} read before its definition (carried across iterations)"
+            t = type(st)
+            if t is Op:
+                if st.op not in PRIMS:
+                    return f"the primitive `{st.op}`"
+                ts = tuple(a.type for a in st.args)
+                consts = all(isinstance(a, Imm) for a in st.args) and st.op != "select"
+                if not consts and not D.is_combinational(st.op, st.dst.type, ts):
+                    if st.op == "roundeven":
+                        return "roundeven (the add unit twice)"
+                    u = D.float_unit(st.op, st.dst.type, ts, ["x"] * len(st.args)).unit
+                    if u in units:
+                        return f"the unit {u} twice in an iteration"
+                    units.add(u)
+                dst = st.dst
+            elif t is Load:
+                if st.buf.id in loads:
+                    return f"two loads of {st.buf!r}"
+                if st.buf.id in stores:
+                    return f"a load of {st.buf!r} after its store"
+                loads[st.buf.id] = st
+                dst = st.dst
+            else:
+                if st.buf.id in stores:
+                    return f"two stores to {st.buf!r}"
+                stores[st.buf.id] = st
+                continue
+            if dst.id in defined or len(self._defs.get(dst.id, [])) != 1 or dst.lanes != 1:
+                return f"{dst!r} defined more than once"
+            defined.add(dst.id)
+        for b, ld in loads.items():
+            st = stores.get(b)
+            if st is not None and not (ld.index is s.var and st.index is s.var):
+                return f"{st.buf!r} read and written other than at the loop variable"
+        for v in (*defined, s.var.id):
+            if self._uses.get(v, 0) != body_uses.get(v, 0):
+                return "a value of the body used outside it"
+        return None
+
+    def pipelined_loop(self, s: Loop, k: int) -> int:
+        """A ``lanes`` loop as a pipeline at II = 1: one iteration enters every cycle.
+
+        Each statement is placed at the earliest stage its operands allow (a combinational
+        ``Op`` takes one stage, as in the sequential schedule; a float unit its latency +
+        1; a ``Load`` 1 to the memory's synchronous read data; a ``Store`` writes at its
+        stage, gated by the stage's valid bit). Every value has a register per stage from
+        its definition to its last use, so iterations in flight never share one. The
+        state runs until the last iteration has left the last stage (and every float unit
+        it issued has answered, so a later sequential use of the unit sees only its own
+        result). A counted loop spends its whole trip count of the step budget at once,
+        before the first iteration: the body has no checks, so the only error it can end
+        with is R0007, and the results of a run that ends with an error are never read."""
+        i = len(self.loops)
+        info = LoopInfo(repr(s.var), s.mark, s.counted, None, self._depth)
+        self.loops.append(info)
+        cnt = self.extra(f"lc{i}", 64)
+        hi = self.extra(f"lh{i}", 64)
+        init = self.new_state(f"for {s.var!r} (init, pipelined)")
+        budget = self.new_state(f"for {s.var!r} (step budget)") if s.counted else None
+        ps = self.new_state(f"for {s.var!r} (pipeline, II 1)")
+        # value id -> (stage from which it can be read, the expression there if it is not
+        # a register of that stage)
+        avail: dict[int, tuple[int, str | None]] = {s.var.id: (0, None)}
+        width: dict[int, int] = {s.var.id: D.width(s.var.type)}
+        last: dict[int, int] = {s.var.id: 0}
+        first_reg: dict[int, int] = {s.var.id: 0}
+        moves: list[str] = []  # the stage registers' transfers, in the pipeline state
+        name = f"q{i}"
+
+        def reg_at(vid: int, stage: int) -> str:
+            return f"{name}_{stage}_{vid}"
+
+        def ref(x, stage: int) -> str:
+            if isinstance(x, Imm):
+                return D.imm_expr(x)
+            got = avail.get(x.id)
+            if got is None:
+                return self.reg(x)  # defined before the loop: a stable register
+            a, raw = got
+            assert stage >= a
+            last[x.id] = max(last[x.id], stage)
+            return raw if (stage == a and raw is not None) else reg_at(x.id, stage)
+
+        def at(*xs) -> int:
+            return max([0] + [avail[x.id][0] for x in xs if isinstance(x, Var) and x.id in avail])
+
+        def define(v: Var, stage: int, raw: str | None) -> None:
+            avail[v.id] = (stage, raw)
+            width[v.id] = D.width(v.type)
+            last[v.id] = stage
+            first_reg[v.id] = stage + 1 if raw is not None else stage
+
+        end = 1  # the last stage (at least 1)
+        load_stage: dict[int, int] = {}
+        for st in s.body:
+            if isinstance(st, Op):
+                arg_ts = tuple(a.type for a in st.args)
+                stage = at(*st.args)
+                if all(isinstance(a, Imm) for a in st.args) and st.op != "select":
+                    e = D.lit(st.dst.type, _const_bits(st))
+                    moves.append(f"{reg_at(st.dst.id, stage + 1)} <= {e};")
+                    define(st.dst, stage + 1, None)
+                elif D.is_combinational(st.op, st.dst.type, arg_ts):
+                    a = [ref(x, stage) for x in st.args]
+                    consts = [x.bits if isinstance(x, Imm) else None for x in st.args]
+                    if len(st.args) == 1 and isinstance(st.args[0], Imm):
+                        e = D.lit(st.dst.type, _const_bits(st))
+                    else:
+                        e = D.int_expr(st.op, st.dst.type, arg_ts, a, self.helpers, consts)
+                    moves.append(f"{reg_at(st.dst.id, stage + 1)} <= {e};")
+                    define(st.dst, stage + 1, None)
+                else:
+                    a = [ref(x, stage) for x in st.args]
+                    use = D.float_unit(st.op, st.dst.type, arg_ts, a)
+                    u = self.unit(use.unit)
+                    u.issues.append((ps.id, {**use.ports, "valid": f"{name}_v{stage}"}))
+                    res = use.result
+                    for port in ("y", "eq", "lt", "le", "un"):
+                        res = res.replace("{" + port + "}", f"{u.name}_{port}")
+                    got = stage + use.latency  # valid_out and the result, this stage
+                    moves.append(f"{reg_at(st.dst.id, got + 1)} <= {res};")
+                    define(st.dst, got + 1, None)
+                    end = max(end, got)
+            elif isinstance(st, Load):
+                m = self.memory(st.buf)
+                stage = at(st.index)
+                m.reads.append((ps.id, ref(st.index, stage)))
+                load_stage[st.buf.id] = stage
+                define(st.dst, stage + 1, f"{m.name}_q")
+            else:  # Store (after a load of the same memory: not before it)
+                m = self.memory(st.buf)
+                stage = max(at(st.index, st.value), load_stage.get(st.buf.id, 0))
+                m.writes.append(
+                    (ps.id, ref(st.index, stage), ref(st.value, stage), f"{name}_v{stage}")
+                )
+                end = max(end, stage)
+        end = max([end] + [last[v] for v in last])
+        valid = [f"{name}_v{j}" for j in range(end + 1)]
+        for v in valid:
+            self.extra(v, 1)
+        for vid, lu in last.items():
+            a, raw = avail[vid]
+            for j in range(first_reg[vid], lu + 1):
+                self.extra(reg_at(vid, j), width[vid])
+                if j > a:
+                    src = raw if (j == a + 1 and raw is not None) else reg_at(vid, j - 1)
+                    moves.append(f"{reg_at(vid, j)} <= {src};")
+        going = f"($signed({cnt}) < $signed({hi}))"
+        init.body += [f"{cnt} <= {self.opnd(s.lo)};", f"{hi} <= {self.opnd(s.hi)};"]
+        init.body += [f"{v} <= 1'b0;" for v in valid]
+        init.body.append(f"state <= {(budget or ps).id};")
+        if budget is not None:
+            n = self.site("R0007", "", s.node)
+            trips = f"({hi} - {cnt})"
+            budget.body.append(
+                f"if ({going} && limit_en && (max_steps - steps) < {trips}) begin "
+                f"err <= {n}; state <= {FINISH}; end else begin "
+                f"if ({going}) steps <= steps + {trips}; state <= {ps.id}; end"
+            )
+        ps.body.append(
+            f"if ({going}) begin {valid[0]} <= 1'b1; {reg_at(s.var.id, 0)} <= {cnt}; "
+            f"{cnt} <= {cnt} + 1; end else {valid[0]} <= 1'b0;"
+        )
+        ps.body += [f"{valid[j]} <= {valid[j - 1]};" for j in range(1, end + 1)]
+        ps.body += moves
+        busy = " | ".join(valid[:end])
+        ps.body.append(f"if (!{going} && !({busy})) state <= {k};")
+        self.pipelined[id(s)] = end + 1
         return init.id
 
     def while_(self, s: While, k: int) -> int:
@@ -402,7 +602,8 @@ class Schedule:
             for s in stmts:
                 if isinstance(s, Loop):
                     body = body_cycles(s.body)
-                    out.append((repr(s.var), None if body is None else body + 1))
+                    ii = 1 if id(s) in self.pipelined else None if body is None else body + 1
+                    out.append((repr(s.var), ii))
                     walk(s.body)
                 elif isinstance(s, While):
                     walk(s.cond)
@@ -414,17 +615,27 @@ class Schedule:
         walk(self.fn.body)
         return out
 
+    def summary(self) -> str:
+        n = len(self.pipelined)
+        piped = f", {n} loop{'s' if n != 1 else ''} pipelined at II 1" if n else ""
+        return f"{len(self.states)} states, sequential schedule{piped}"
+
     def loop_report(self) -> list[str]:
         """Per loop, in program order: its iteration latency and initiation interval."""
         out: list[str] = []
-        _report(self.fn.body, 0, out)
+        _report(self.fn.body, 0, out, self.pipelined)
         return out
 
 
-def _report(stmts: list, depth: int, out: list[str]) -> None:
+def _report(stmts: list, depth: int, out: list[str], pipelined: dict[int, int]) -> None:
     pad = "  " * depth
     for s in stmts:
-        if isinstance(s, Loop):
+        if isinstance(s, Loop) and id(s) in pipelined:
+            out.append(
+                f"{pad}loop {s.var!r} ({s.mark}{', counted' if s.counted else ''}): "
+                f"iteration latency {pipelined[id(s)]} cycles, II 1 (pipelined)"
+            )
+        elif isinstance(s, Loop):
             body = body_cycles(s.body)
             if body is None:
                 lat, ii = "data-dependent", "the iteration's latency"
@@ -434,14 +645,70 @@ def _report(stmts: list, depth: int, out: list[str]) -> None:
                 f"{pad}loop {s.var!r} ({s.mark}{', counted' if s.counted else ''}): "
                 f"iteration latency {lat}, II {ii} (sequential, not pipelined)"
             )
-            _report(s.body, depth + 1, out)
+            _report(s.body, depth + 1, out, pipelined)
         elif isinstance(s, While):
             out.append(f"{pad}while loop: data-dependent latency, not pipelined")
-            _report(s.cond, depth + 1, out)
-            _report(s.body, depth + 1, out)
+            _report(s.cond, depth + 1, out, pipelined)
+            _report(s.body, depth + 1, out, pipelined)
         elif isinstance(s, If):
-            _report(s.then, depth, out)
-            _report(s.orelse, depth, out)
+            _report(s.then, depth, out, pipelined)
+            _report(s.orelse, depth, out, pipelined)
+
+
+def _const_bits(s: Op) -> int:
+    """The bits of an operation on constants, folded by the primitive's own meaning."""
+    import numpy as np
+
+    from kera_core.loops.interp import imm_value
+
+    with np.errstate(all="ignore"):
+        v = PRIMS[s.op].run(s.dst.type, *(imm_value(x) for x in s.args))
+    return int(np.asarray(v).reshape(1).view(f"u{np.asarray(v).dtype.itemsize}")[0])
+
+
+_NESTED = ("body", "then", "orelse", "cond")
+
+
+def _operands(s) -> list:
+    """The values statement ``s`` itself reads (not its nested blocks'), buffer sizes
+    included."""
+    out: list = []
+
+    def add(x) -> None:
+        if isinstance(x, Var):
+            out.append(x)
+        elif isinstance(x, Buf):
+            add(x.size)
+        elif isinstance(x, tuple):
+            for y in x:
+                add(y)
+
+    for f in type(s).__slots__:
+        if f in ("dst", "var", "results") or (f in _NESTED and isinstance(getattr(s, f), list)):
+            continue
+        add(getattr(s, f))
+    return out
+
+
+def _uses(fn: LFunction) -> dict[int, int]:
+    """Per value id, how often the function reads it (its results count as reads)."""
+    out: dict[int, int] = {}
+
+    def walk(stmts: list) -> None:
+        for s in stmts:
+            for x in _operands(s):
+                out[x.id] = out.get(x.id, 0) + 1
+            for f in _NESTED:
+                sub = getattr(s, f, None)
+                if isinstance(sub, list):
+                    walk(sub)
+
+    walk(fn.body)
+    for group in fn.results:
+        for x in group:
+            if isinstance(x, Var):
+                out[x.id] = out.get(x.id, 0) + 1
+    return out
 
 
 def _definitions(stmts: list, out: dict | None = None) -> dict[int, list]:

@@ -78,32 +78,72 @@ endmodule
 // kera_fp_round: the one rounding step every unit shares. The exact (or sticky-jammed)
 // result is (-1)^sign * (sig + sticky*epsilon) * 2^exp, sig a W-bit integer (any
 // alignment, sig != 0 unless the result is a zero). Normalises, denormalises into the
-// subnormal range (no flush), rounds to nearest even, overflows to infinity.
+// subnormal range (no flush), rounds to nearest even, overflows to infinity. It is two
+// halves, which the pipelined units (add, mul, fma) separate by a register stage:
+// kera_fp_norm (leading-zero count, normalising shift, the biased exponent) and
+// kera_fp_rnd (the subnormal shift with sticky, round to nearest even, overflow).
 module kera_fp_round #(
     parameter EW = 8,
     parameter MW = 23,
     parameter W  = 32
 ) (
-    input                    sign,
+    input                  sign,
+    input  signed   [15:0] exp,
+    input          [W-1:0] sig,
+    input                  sticky,
+    output       [EW+MW:0] y
+);
+  wire [W-1:0] nsig;
+  wire signed [17:0] be;
+  kera_fp_norm #(EW, MW, W) nm (exp, sig, nsig, be);
+  kera_fp_rnd #(EW, MW, W) rd (sign, be, nsig, sticky, y);
+endmodule
+
+// kera_fp_norm: sig shifted left until its top bit is set (nsig; 0 for 0), and the biased
+// exponent of that top bit: the value is 1.f * 2^(be - BIAS).
+module kera_fp_norm #(
+    parameter EW = 8,
+    parameter MW = 23,
+    parameter W  = 32
+) (
     input  signed     [15:0] exp,
-    input             [W-1:0] sig,
-    input                    sticky,
-    output reg        [EW+MW:0] y
+    input            [W-1:0] sig,
+    output reg       [W-1:0] nsig,
+    output reg signed [17:0] be
 );
   localparam BIAS = (1 << (EW - 1)) - 1;
+  integer i, lz;
+  always @* begin
+    lz = W;
+    for (i = 0; i < W; i = i + 1) if (sig[i]) lz = W - 1 - i;
+    nsig = sig << lz;
+    be   = exp - lz + W - 1 + BIAS;
+  end
+endmodule
+
+// kera_fp_rnd: round kera_fp_norm's (nsig, be) with the sticky bit to binary{EW,MW}.
+module kera_fp_rnd #(
+    parameter EW = 8,
+    parameter MW = 23,
+    parameter W  = 32
+) (
+    input                    sign,
+    input  signed     [17:0] be_in,
+    input            [W-1:0] nsig,
+    input                    sticky,
+    output reg     [EW+MW:0] y
+);
   localparam XW = W + MW + 3;
   localparam EMAXF = (1 << EW) - 1;
-  integer i, lz, be, sh;
+  integer be, sh;
   reg [XW-1:0] norm, x;
   reg st, rb, lsb, inc;
   reg [EW+MW-1:0] mag;
   reg [EW-1:0] fe;
   always @* begin
-    lz = W;
-    for (i = 0; i < W; i = i + 1) if (sig[i]) lz = W - 1 - i;
-    norm = {sig, {(MW + 3) {1'b0}}} << lz;
-    // norm = 1.f * 2^(XW-1): the value is 1.f * 2^(exp - lz + W - 1)
-    be = exp - lz + W - 1 + BIAS;
+    // norm = 1.f * 2^(XW-1): the value is 1.f * 2^(be - BIAS)
+    norm = {nsig, {(MW + 3) {1'b0}}};
+    be   = be_in;
     if (be < 1) begin
       sh = 1 - be;
       fe = {EW{1'b0}};
@@ -121,7 +161,7 @@ module kera_fp_round #(
     // {fe, fraction} + inc: a carry out of the fraction bumps the exponent (subnormal to
     // normal, or to the next binade, or to infinity's encoding)
     mag = {fe, x[XW-2:XW-1-MW]} + inc;
-    if (sig == 0) y = {sign, {(EW + MW) {1'b0}}};
+    if (nsig == 0) y = {sign, {(EW + MW) {1'b0}}};
     else if (be >= EMAXF) y = {sign, {EW{1'b1}}, {MW{1'b0}}};
     else y = {sign, mag};
   end
