@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kera_core.interp import fp, mathfns, reduce
+from kera_core.interp import elementary, fp, mathfns, reduce
 from kera_core.interp.errors import InterpError, index_error
 from kera_core.interp.values import concrete_shape, dtype_of
 from kera_core.ir.node import Node
@@ -233,6 +233,20 @@ def _copysign(node: Node, ctx, a, b):
     b = np.where(np.isnan(b), np.asarray(1, np.asarray(b).dtype), b)
     r = np.copysign(a, b).astype(np.result_type(a, b))
     return _scalar_back(fp.canon(np.asarray(r)), a if isinstance(a, np.ndarray) else b)
+
+
+# --- the elementary functions of docs/semantics.md §6.9: one step list (interp/elementary.py) --
+
+
+@handles(*elementary.UNARY)
+def _elementary(node: Node, ctx, a):
+    return _scalar_back(elementary.unary(node.op, a), a)
+
+
+@handles(*elementary.BINARY)
+def _elementary2(node: Node, ctx, a, b):
+    r = elementary.binary(node.op, a, b)
+    return _scalar_back(r, a if isinstance(a, np.ndarray) else b)
 
 
 def _unary_float(name: str):

@@ -270,6 +270,28 @@ def _copysign(inputs, attrs):
     return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
 
 
+for _name, _doc in [
+    ("exp2", "2 to the power x"),
+    ("log2", "the base-2 logarithm of x"),
+    ("expm1", "e^x - 1, accurate near 0"),
+    ("log1p", "log(1 + x), accurate near 0"),
+]:
+
+    @op(_name, 1, _doc + ", elementwise; a fixed step list, docs/semantics.md §6.9")
+    def _elementary_float(inputs, attrs):
+        return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
+@op(
+    "hypot",
+    2,
+    "sqrt(x^2 + y^2) without undue overflow or underflow, elementwise; a fixed step list, "
+    "docs/semantics.md §6.9",
+)
+def _hypot(inputs, attrs):
+    return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
 @op("fma", 3, "a*b+c with one rounding; the only fused operation in Kera")
 def _fma(inputs, attrs):
     return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)

@@ -3,7 +3,9 @@
 * §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
   one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both),
   and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
-  `copysign`) from `roundeven`, compares, selects and the sign bit;
+  `copysign`) from `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`,
+  `expm1`, `log1p`, `hypot`: the step lists of :mod:`kera_core.interp.elementary`, run
+  through :class:`EmitOps` (the interpreter runs the same code on numpy arrays);
 * §7 reductions: the canonical sum (tiles of 1024, 16 lanes, the lane tree, the
   left-complete tile tree), `max`/`min`, `argmax`, `dot`, `mean`;
 * §8 `matmul` (k in increasing order), `conv1d`, `softmax`, `layernorm`.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kera_core.interp import mathfns
+from kera_core.interp import elementary, mathfns
 from kera_core.interp.fp import SCALE_GUARD
 from kera_core.interp.reduce import LANES, TILE
 from kera_core.loops.emit import Emitter, imm
@@ -269,6 +271,63 @@ EXACT_UNARY = {
     "round": round_even,
     "round_half_away": round_half_away,
 }
+
+
+# --- §6.9 the elementary functions: interp/elementary.py's step lists, emitted -----------------
+
+
+class EmitOps:
+    """kera_core.interp.elementary's interface of primitives, appending loop primitives (the
+    interpreter runs the same step lists through ``elementary.NumpyOps``)."""
+
+    def __init__(self, e: Emitter) -> None:
+        self.e = e
+
+    @staticmethod
+    def c(v, t: str = "f64") -> Imm:
+        return imm(t, v)
+
+    def _op(name: str):  # noqa: N805 - builds the methods below
+        def f(self, *args):
+            return self.e.op(name, *args)
+
+        return f
+
+    add, sub, mul, div, sqrt = _op("add"), _op("sub"), _op("mul"), _op("div"), _op("sqrt")
+    abs, neg, roundeven = _op("abs"), _op("neg"), _op("roundeven")
+    lt, le, gt, ge, eq, ne = _op("lt"), _op("le"), _op("gt"), _op("ge"), _op("eq"), _op("ne")
+    and_, or_, not_, select = _op("and"), _op("or"), _op("not"), _op("select")
+    del _op
+
+    def shl(self, a: Operand, n: int) -> Var:
+        return self.e.op("shl", a, imm(a.type, n))
+
+    def shr(self, a: Operand, n: int) -> Var:
+        return self.e.op("shr", a, imm(a.type, n))
+
+    def bitcast(self, a: Operand, to: str) -> Var:
+        return self.e.op("bitcast", a, to=to)
+
+    def convert(self, a: Operand, to: str) -> Var:
+        return self.e.op("convert", a, to=to)
+
+
+def _elementary_unary(name: str):
+    def emit(e: Emitter, x: Operand, t: str) -> Operand:
+        return elementary.UNARY[name](EmitOps(e), x, t)
+
+    return emit
+
+
+def _elementary_binary(name: str):
+    def emit(e: Emitter, x: Operand, y: Operand, t: str) -> Operand:
+        return elementary.BINARY[name](EmitOps(e), x, y, t)
+
+    return emit
+
+
+ELEMENTARY_UNARY = {n: _elementary_unary(n) for n in elementary.UNARY}
+ELEMENTARY_BINARY = {n: _elementary_binary(n) for n in elementary.BINARY}
 
 
 # --- §7 reductions --------------------------------------------------------------------------

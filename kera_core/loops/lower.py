@@ -121,6 +121,7 @@ ELEMENTWISE_BINARY = {
 ELEMENTWISE_UNARY = (
     *("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast"),
     *("floor", "ceil", "trunc", "round", "round_half_away"),
+    *("exp2", "log2", "expm1", "log1p"),
 )
 
 
@@ -216,7 +217,7 @@ def ref_leaves(v) -> list:
 
 
 # Elementwise operations of more than one operand besides ELEMENTWISE_BINARY's.
-_OTHER_ELEMENTWISE = ("fma", "select", "where", "copysign")
+_OTHER_ELEMENTWISE = ("fma", "select", "where", "copysign", "hypot")
 
 # Consumers that read a fused operand element by element; any other materialises it.
 _READS_LAZILY = (
@@ -225,6 +226,7 @@ _READS_LAZILY = (
     | {
         "fma",
         "copysign",
+        "hypot",
         "sum",
         "mean",
         "dot",
@@ -710,6 +712,10 @@ class _FnLowering:
             return C.EXACT_UNARY[op](e, vals[0], elem)
         if op == "copysign":
             return C.copysign(e, vals[0], vals[1], elem)
+        if op in C.ELEMENTARY_UNARY:
+            return C.ELEMENTARY_UNARY[op](e, vals[0], elem)
+        if op in C.ELEMENTARY_BINARY:
+            return C.ELEMENTARY_BINARY[op](e, vals[0], vals[1], elem)
         if op == "fma":
             return e.op("fma", *vals)
         if op in ("select", "where"):
@@ -1560,6 +1566,7 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "where",
     "fma",
     "copysign",
+    "hypot",
     "range",
     "full",
     "array",

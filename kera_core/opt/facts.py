@@ -53,7 +53,8 @@ NEVER_FAIL = frozenset(
         "array", "sum", "dot", "matmul", "layernorm", "conv1d", "struct", "field",
         "set_field", "range", "print", "move_to", "copy_to", "transpose", "broadcast_to",
         "outer", "stack", "where", "clone", "arange", "linspace", "floor", "ceil", "trunc",
-        "round", "round_half_away", "copysign",
+        "round", "round_half_away", "copysign", "exp2", "log2", "expm1", "log1p",
+        "hypot",
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})

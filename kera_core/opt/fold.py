@@ -34,7 +34,8 @@ FOLDABLE = frozenset(
         "add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or", "xor",
         "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "neg", "not",
         "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "cast", "select", "floor",
-        "ceil", "trunc", "round", "round_half_away", "copysign",
+        "ceil", "trunc", "round", "round_half_away", "copysign", "exp2", "log2", "expm1",
+        "log1p", "hypot",
     }
 )  # fmt: skip
 

@@ -32,7 +32,9 @@ BUILTINS: dict[str, tuple[int, str]] = {
     **{n: (1, "unary") for n in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "softmax")},
     # the exact functions (docs/semantics.md §6.8): floats only, elementwise
     **{n: (1, "unary") for n in ("floor", "ceil", "trunc", "round", "round_half_away")},
-    **{n: (2, "elementwise") for n in ("minimum", "maximum", "copysign")},
+    # the elementary functions of docs/semantics.md §6.9: floats only, elementwise
+    **{n: (1, "unary") for n in ("exp2", "log2", "expm1", "log1p")},
+    **{n: (2, "elementwise") for n in ("minimum", "maximum", "copysign", "hypot")},
     "fma": (3, "elementwise"),
     **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax", "argmin")},
     **{n: (2, "pair") for n in ("dot", "matmul", "conv1d")},

@@ -1,0 +1,71 @@
+"""Print the constants of docs/semantics.md §6.9 (kera_core/interp/elementary.py).
+
+Run with mpmath installed (`pip install -e .[test]`):
+
+    python scripts/elementary_coeffs.py
+
+Polynomials are Chebyshev fits (mpmath.chebyfit, 200-bit arithmetic) of the smooth
+remainders the step lists evaluate in binary64; double-double constants are the value
+rounded to binary64 and the rest rounded again. The output is what elementary.py holds,
+so a change of these numbers is a change of semantics (every result bit may move).
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+
+mp.mp.prec = 200
+TINY = mp.mpf(2) ** -200
+
+
+def fit(f, a, b, deg: int) -> list[float]:
+    poly = mp.chebyfit(f, [a, b], deg + 1)
+    return [float(c) for c in reversed(poly)]  # lowest degree first
+
+
+def dd(v) -> tuple[float, float]:
+    hi = float(v)
+    return hi, float(v - mp.mpf(hi))
+
+
+LN2 = mp.log(2)
+
+
+def exp2_tail(r):
+    """(2^r − 1 − c1·r − c2·r² − c3·r³) / r⁴, r ∈ [−1/2, 1/2]."""
+    if abs(r) < TINY:
+        return LN2**4 / 24
+    return (mp.power(2, r) - 1 - LN2 * r - LN2**2 / 2 * r**2 - LN2**3 / 6 * r**3) / r**4
+
+
+def expm1_tail(r):
+    """(e^r − 1 − r − r²/2 − r³/6) / r⁴, r ∈ [−0.35, 0.35]."""
+    if abs(r) < TINY:
+        return mp.mpf(1) / 24
+    return (mp.exp(r) - 1 - r - r**2 / 2 - r**3 / 6) / r**4
+
+
+def log_tail(z):
+    """(atanh(s)/s − 1 − z/3) / z², z = s² ∈ [0, 0.0295] (|s| ≤ 0.1716)."""
+    if z < TINY:
+        return mp.mpf(1) / 5
+    s = mp.sqrt(z)
+    return (mp.atanh(s) / s - 1 - z / 3) / z**2
+
+
+TABLE = {
+    "EXP2_C1": dd(LN2),
+    "EXP2_C2": dd(LN2**2 / 2),
+    "EXP2_C3": dd(LN2**3 / 6),
+    "EXP2_Q": fit(exp2_tail, -0.5, 0.5, 9),
+    "EXPM1_C3": dd(mp.mpf(1) / 6),
+    "EXPM1_Q": fit(expm1_tail, -0.35, 0.35, 9),
+    "LOG_THIRD": dd(mp.mpf(1) / 3),
+    "LOG_R": fit(log_tail, 0, 0.0295, 7),
+    "INV_LN2": dd(1 / LN2),
+}
+
+
+if __name__ == "__main__":
+    for name, vals in TABLE.items():
+        print(f"{name} = ({', '.join(v.hex() for v in vals)})")

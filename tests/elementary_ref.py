@@ -1,0 +1,157 @@
+"""Correctly rounded references for tests/test_elementary.py (docs/semantics.md §6.9).
+
+binary32: numpy's binary64 function, rounded to binary32, is the correctly rounded result
+unless its binary64 value lies within ``NEAR`` binary64 ulps of a binary32 rounding boundary
+(a midpoint, or the overflow threshold): numpy documents its binary64 functions within 4
+ulps (SIMD/SVML) and glibc's within 1–2, so outside that band the rounding cannot change.
+Those few inputs — and every input where the step list disagrees with the rounded numpy
+value — are decided with mpmath at 256 bits, rounded to binary32 exactly (ties to even).
+binary64: mpmath at 256 bits; the error is measured in ulps of the exact value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kera_core.interp import elementary as E
+from kera_core.interp import fp
+
+NEAR = 16  # binary64 ulps around each binary32 rounding boundary that mpmath decides
+
+NP = {"exp2": np.exp2, "log2": np.log2, "expm1": np.expm1, "log1p": np.log1p, "hypot": np.hypot}
+
+
+def mp_value(name: str, *args: float):
+    """f(args) in mpmath (the exact value to 256 bits), IEEE special values included."""
+    import mpmath as mp
+
+    mp.mp.prec = 256
+    a = [mp.mpf(v) for v in args]
+    if any(mp.isnan(v) for v in a) and name != "hypot":
+        return mp.nan
+    x = a[0]
+    if name == "exp2":
+        return mp.power(2, x)
+    if name == "expm1":
+        return mp.mpf(-1) if x == -mp.inf else mp.expm1(x)
+    if name == "log2":
+        if x < 0:
+            return mp.nan
+        return -mp.inf if x == 0 else mp.log(x, 2)
+    if name == "log1p":
+        if x < -1:
+            return mp.nan
+        return -mp.inf if x == -1 else mp.log1p(x)
+    if name == "hypot":
+        if any(mp.isinf(v) for v in a):
+            return mp.inf
+        if any(mp.isnan(v) for v in a):
+            return mp.nan
+        return mp.sqrt(a[0] ** 2 + a[1] ** 2)
+    raise KeyError(name)
+
+
+def round_mp(v, t: str) -> float:
+    """The mpmath value v rounded to nearest-even in format t (a Python float, exact)."""
+    import mpmath as mp
+
+    mant, emin, emax = (23, -126, 127) if t == "f32" else (52, -1022, 1023)
+    if mp.isnan(v):
+        return float("nan")
+    if mp.isinf(v) or v == 0:
+        return float(v)
+    s = -1 if v < 0 else 1
+    a = abs(v)
+    _, e = mp.frexp(a)  # a = m·2^e, m ∈ [1/2, 1)
+    q = max(e - 1, emin) - mant
+    n = a * mp.mpf(2) ** -q
+    fl = mp.floor(n)
+    frac = n - fl
+    if frac > 0.5 or (frac == 0.5 and int(fl) % 2 == 1):
+        fl += 1
+    r = fl * mp.mpf(2) ** q
+    if r >= mp.mpf(2) ** (emax + 1):
+        return s * float("inf")
+    return s * float(r)
+
+
+def ulp_error(got: float, v, t: str) -> float:
+    """|got − v| in ulps of v's binade (subnormals: the smallest spacing)."""
+    import mpmath as mp
+
+    mant, emin = (23, -126) if t == "f32" else (52, -1022)
+    if mp.isnan(v):
+        return 0.0 if got != got else float("inf")
+    if mp.isinf(v) or abs(round_mp(v, t)) == float("inf"):  # the correct result overflows
+        return 0.0 if got == round_mp(v, t) else float("inf")
+    if got != got or abs(got) == float("inf"):
+        return float("inf")
+    _, e = mp.frexp(abs(v)) if v != 0 else (0, emin + 1)
+    ulp = mp.mpf(2) ** (max(e - 1, emin) - mant)
+    return float(abs(mp.mpf(got) - v) / ulp)
+
+
+def _near_boundary32(y: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Where the binary64 value y is within NEAR binary64 ulps of a binary32 rounding boundary
+    (r = y rounded to binary32)."""
+    big = np.float64(2.0**128)
+    with np.errstate(all="ignore"):
+        rd = np.where(np.isinf(r), np.sign(y) * big, r.astype(np.float64))
+        up = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
+        dn = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
+        up = np.where(np.isinf(up), big, up)
+        dn = np.where(np.isinf(dn), -big, dn)
+        dist = np.minimum(np.abs(y - (rd + up) / 2), np.abs(y - (rd + dn) / 2))
+        return np.isfinite(y) & (dist <= NEAR * np.spacing(np.abs(y)))
+
+
+def check_f32(name: str, x: np.ndarray, y: np.ndarray | None = None):
+    """Run the interpreter's step list on binary32 x (and y) and compare with the correctly
+    rounded result. Returns (failures, decided): failures a list of (x, y, got, want) and
+    decided the number of inputs mpmath decided."""
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        if y is None:
+            got = E.unary(name, x)
+            ref = NP[name](x64)
+        else:
+            got = E.binary(name, x, y)
+            ref = NP[name](x64, y.astype(np.float64))
+        r = fp.canon(ref.astype(np.float32))
+    gb, rb = got.view(np.uint32), r.view(np.uint32)
+    todo = np.flatnonzero((gb != rb) | _near_boundary32(ref, r))
+    failures = []
+    for i in todo:
+        args = (float(x[i]),) if y is None else (float(x[i]), float(y[i]))
+        want = np.float32(round_mp(mp_value(name, *args), "f32"))
+        want = fp.canon(np.asarray(want))
+        if got[i].view(np.uint32) != want.view(np.uint32):
+            failures.append((*args, float(got[i]), float(want)))
+    return failures, len(todo)
+
+
+def sweep(name: str, lo: int = 0, hi: int = 1 << 32, chunk: int = 1 << 22, log=None):
+    """check_f32 over the binary32 bit patterns [lo, hi)."""
+    fails, decided = [], 0
+    for start in range(lo, hi, chunk):
+        xb = np.arange(start, min(start + chunk, hi), dtype=np.uint64).astype(np.uint32)
+        f, d = check_f32(name, xb.view(np.float32))
+        fails += f
+        decided += d
+        if log is not None:
+            log(f"{name} {start:#010x} decided {decided} failures {len(fails)} {f[:3]}")
+    return fails, decided
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+
+    for name in sys.argv[1:]:
+        t0 = time.time()
+        fails, decided = sweep(name, log=lambda s: print(s, flush=True))
+        print(
+            f"DONE {name}: failures {len(fails)} {fails[:20]} decided {decided} "
+            f"in {time.time() - t0:.0f} s",
+            flush=True,
+        )
