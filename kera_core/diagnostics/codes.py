@@ -25,6 +25,7 @@ CODES: dict[str, str] = {
     "K0109": "parser step limit reached",
     "K0110": "doc comment not attached to an item",
     "K0111": "range operators cannot be chained",
+    "K0112": "a construct Kera does not have (yet)",
     # names
     "K0201": "unknown name",
     "K0202": "duplicate definition",

@@ -152,6 +152,8 @@ class TypeResolver:
             return None
         if isinstance(t, ast.UnitType):
             return UNIT
+        if isinstance(t, ast.UnsupportedType):
+            return None  # the parser reported it (K0112)
         if isinstance(t, ast.RefType):
             inner = self.resolve(t.inner)
             return None if inner is None else Ref(inner, t.is_mut)
@@ -191,6 +193,8 @@ class TypeResolver:
                 return None
             shape = []
             for d in t.dims:
+                if d.child_of_kind(K.UNSUPPORTED) is not None:
+                    return None  # `N + 1`: the parser reported it (K0112)
                 tok = d.token_of_kind(K.INT)
                 if tok is not None:
                     try:

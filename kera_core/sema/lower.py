@@ -562,6 +562,9 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.expr_types[(e.span.start, e.span.end, e.syntax.kind)] = v.type
         return v
 
+    def e_UnsupportedExpr(self, e: ast.UnsupportedExpr, expected):
+        return ERR_VAL  # the parser reported it (K0112)
+
     def e_ParenExpr(self, e: ast.ParenExpr, expected):
         return self.expr(e.inner, expected) if e.inner is not None else Val(None, UNIT)
 

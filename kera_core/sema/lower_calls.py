@@ -67,6 +67,17 @@ class Calls:
 
     def e_CallExpr(self, e: ast.CallExpr, expected):
         callee = e.callee
+        if isinstance(callee, ast.FieldExpr) and callee.field is not None:
+            # `x.clone()`, `(0..N).rev()`: one error that says what to write instead
+            m = callee.field.text
+            base = callee.base.syntax.text.strip() if callee.base is not None else "x"
+            if m in self.env.fns or m in BUILTINS:
+                hint = f"call `{m}({base})` instead"
+            elif m == "rev":
+                hint = "iterate `0..N` and use `N - 1 - i`"
+            else:
+                hint = f"and there is no function `{m}`"
+            return self.err("K0112", e.span, f"methods are not in Kera (`.{m}()`): {hint}")
         if not isinstance(callee, ast.PathExpr) or callee.name is None:
             return self.err("K0315", e.span, "only named functions can be called")
         name = callee.name.text

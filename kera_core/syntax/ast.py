@@ -269,7 +269,14 @@ class UnitType(Type):
     KIND = K.UNIT_TYPE
 
 
+class UnsupportedType(Type):
+    """A type Kera does not have (a tuple type): the parser reported it (K0112)."""
+
+    KIND = K.UNSUPPORTED
+
+
 _TYPES: dict[SyntaxKind, type[Type]] = {
+    K.UNSUPPORTED: UnsupportedType,
     K.NAMED_TYPE: NamedType,
     K.TENSOR_TYPE: TensorType,
     K.REF_TYPE: RefType,
@@ -595,9 +602,17 @@ class StructLitField(AstNode):
         return expr_of(self.syntax)
 
 
+class UnsupportedExpr(Expr):
+    """An expression Kera does not have (a tuple, `f32::INFINITY`): the parser reported it
+    (K0112); the checker takes it as an erroneous value, so nothing else is reported."""
+
+    KIND = K.UNSUPPORTED
+
+
 EXPRS: dict[SyntaxKind, type[Expr]] = {
     cls.KIND: cls  # type: ignore[misc]
     for cls in (
+        UnsupportedExpr,
         Literal,
         PathExpr,
         ParenExpr,

@@ -268,6 +268,19 @@ def primary(p: Parser) -> CompletedMarker | None:
             and (p.nth(2) == K.R_BRACE or (p.nth(2) == K.IDENT and p.nth(3) == K.COLON))
         ):
             return struct_lit(p)
+        if p.nth(1) == K.COLON2:  # `f32::INFINITY`: one error for the whole path
+            m = p.start()
+            p.error(
+                "K0112",
+                "paths like `f32::INFINITY` are not in Kera yet: write the value "
+                "(`1.0 / 0.0` is +inf, `0.0 / 0.0` is NaN)",
+            )
+            p.bump()
+            while p.at(K.COLON2):
+                p.bump()
+                if p.at(K.IDENT):
+                    p.bump()
+            return p.complete(m, K.UNSUPPORTED)
         return p.leaf2(K.PATH_EXPR, K.NAME_REF)
     if k == K.L_PAREN:
         m = p.start()
@@ -281,6 +294,19 @@ def primary(p: Parser) -> CompletedMarker | None:
                     f"expected an expression, found {describe(p.current())}",
                     {K.R_PAREN, K.SEMI},
                 )
+            elif p.at(K.COMMA):  # `(a, b)`: one error for the whole tuple
+                p.error(
+                    "K0112",
+                    "tuples are not in Kera yet: return a struct, or write the results "
+                    "through `&mut` parameters",
+                )
+                while p.at(K.COMMA):
+                    p.bump()
+                    if not p.at(K.R_PAREN) and expr(p) is None:
+                        break
+                p.no_struct = saved
+                p.expect(K.R_PAREN)
+                return p.complete(m, K.UNSUPPORTED)
         p.no_struct = saved
         p.expect(K.R_PAREN)
         return p.complete(m, K.PAREN_EXPR)

@@ -40,6 +40,16 @@ def type_(p: Parser) -> bool:
             m = p.precede(cm)
             shape(p)
             cm = p.complete(m, K.TENSOR_TYPE)
+    elif k == K.L_PAREN:  # `(f32, f32)`: one error for the whole tuple type
+        m = p.start()
+        p.error(
+            "K0112",
+            "tuple types are not in Kera yet: return a struct, or write the results "
+            "through `&mut` parameters",
+        )
+        _skip_group(p)
+        p.complete(m, K.UNSUPPORTED)
+        return True
     else:
         p.error("K0103", f"expected a type, found {describe(k)}")
         return False
@@ -57,13 +67,48 @@ def shape(p: Parser) -> None:
     p.complete(m, K.SHAPE)
 
 
+ARITHMETIC = frozenset({K.PLUS, K.MINUS, K.STAR, K.SLASH, K.PERCENT})
+
+
 def dim(p: Parser) -> None:
     m = p.start()
     if p.at(K.IDENT):
         name_ref(p)
     else:
         p.bump()
+    if p.current() in ARITHMETIC:  # `f32[N + 1]`: one error for the rest of the dimension
+        e = p.start()
+        p.error(
+            "K0112",
+            "dimension arithmetic (`N + 1`, `2 * N`) is not in Kera yet: give the size a "
+            "dimension parameter of its own",
+        )
+        while not p.at_eof() and p.current() not in (K.COMMA, K.R_BRACK, K.L_BRACE, K.SEMI):
+            if p.current() in (K.L_PAREN, K.L_BRACK):
+                _skip_group(p)
+            else:
+                p.bump()
+        p.complete(e, K.UNSUPPORTED)
     p.complete(m, K.DIM)
+
+
+def _skip_group(p: Parser) -> None:
+    """Consume a bracketed group, from its opening delimiter to the matching close (or to a
+    `{`/`;`/end of file at depth 0, where the enclosing rule takes over)."""
+    depth = 0
+    while not p.at_eof():
+        k = p.current()
+        if k in (K.L_PAREN, K.L_BRACK):
+            depth += 1
+        elif k in (K.R_PAREN, K.R_BRACK):
+            depth -= 1
+            p.bump()
+            if depth <= 0:
+                return
+            continue
+        elif depth <= 1 and k in (K.L_BRACE, K.SEMI):
+            return
+        p.bump()
 
 
 def mem_space(p: Parser) -> None:

@@ -1,0 +1,49 @@
+"""What users try and Kera lacks: one K0112 error that says so, with a way forward — never
+a cascade of syntax and type errors (issue 15, item 7). A syntax-level one is reported at
+the token that shows it (the tuple's `(` or `,`, the operator in a dimension, the path's
+first name); a method call at the whole call."""
+
+from __future__ import annotations
+
+import pytest
+
+from kera_core.analysis import analyze
+
+CASES = [
+    ("pub fn f(a: f32) -> (f32, f32) { a }", "tuple types", "("),
+    ("pub fn f(a: (f32, i32)) -> f32 { 1.0 }", "tuple types", "("),
+    ("pub fn f(a: f32) -> f32 { let t = (a, 2.0); a }", "tuples are not", ","),
+    ("pub fn f() -> f32 { f32::INFINITY }", "f32::INFINITY", "f32"),
+    ("pub fn f() -> f64 { let x = f64::MAX; x }", "f32::INFINITY", "f64"),
+    ("pub fn f[N](x: &f32[N]) -> f32[N + 1] { x * 1.0 }", "dimension arithmetic", "+"),
+    ("pub fn f[N](x: &f32[2 * N]) -> f32 { 1.0 }", "dimension arithmetic", "*"),
+    ("pub fn f[N](x: &f32[N]) -> f32 { let y = x.clone(); y[0] }", "call `clone(x)`", "x.clone()"),
+    ("pub fn f[N](x: &f32[N]) -> f32 { x.sum() }", "call `sum(x)`", "x.sum()"),
+    (
+        "pub fn f[N](x: &f32[N]) -> f32 {\n    let mut s = 0.0f32;\n"
+        "    for i in (0..N).rev() { s += x[i]; }\n    s\n}",
+        "`N - 1 - i`",
+        "(0..N).rev()",
+    ),
+    ("pub fn f[N](x: &f32[N]) -> i64 { x.len() }", "no function `len`", "x.len()"),
+]
+
+
+@pytest.mark.parametrize(("src", "message", "at"), CASES, ids=[c[0][:40] for c in CASES])
+def test_one_error_says_what_kera_lacks(src: str, message: str, at: str) -> None:
+    a = analyze(src + "\n")
+    errors = [d for d in a.diagnostics if d.is_error]
+    assert len(errors) == 1, [str(d) for d in errors]
+    (d,) = errors
+    assert d.code == "K0112" and message in d.message, d.message
+    assert src[d.span.start : d.span.end] == at
+
+
+def test_the_rest_of_the_file_is_still_checked() -> None:
+    """A construct Kera lacks does not hide the errors around it."""
+    src = (
+        "pub fn f(a: f32) -> (f32, f32) { a }\n"
+        "pub fn g(a: f32) -> i32 { a }\n"  # a real type error after it
+    )
+    codes = sorted(d.code for d in analyze(src).diagnostics if d.is_error)
+    assert codes == ["K0112", "K0309"], codes
