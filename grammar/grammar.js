@@ -207,6 +207,7 @@ function expressionRules(s) {
 
   rules['_primary' + s] = $ => choice(
     $._literal,
+    $.constant_path,
     $.identifier,
     ...(s === '_ns' ? [] : [$.struct_expression]),
     $.unit_expression,
@@ -409,6 +410,9 @@ module.exports = grammar({
     index_arguments: $ => seq('[', commaList($._expression), ']'),
 
     unit_expression: _ => seq('(', ')'),
+
+    // `f32::PI`, `i32::MAX`: a constant a number type names (kera_core/sema/type_constants.py)
+    constant_path: $ => seq(field('type', $.identifier), '::', field('name', $.identifier)),
 
     parenthesized_expression: $ => seq('(', $._expression, ')'),
 

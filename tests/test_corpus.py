@@ -32,7 +32,6 @@ _RESERVED_TOKENS = {
     SyntaxKind.FAT_ARROW,
     SyntaxKind.POUND,
     SyntaxKind.QUESTION,
-    SyntaxKind.COLON2,
     SyntaxKind.ERROR_TOKEN,
     SyntaxKind.EOF,
 }

@@ -23,6 +23,9 @@
 
 ; Types
 (primitive_type) @type.builtin
+(constant_path
+  type: (identifier) @type.builtin
+  name: (identifier) @constant.builtin)
 (type_identifier) @type
 (struct_item
   name: (type_identifier) @type.definition)

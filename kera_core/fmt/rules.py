@@ -46,6 +46,7 @@ NO_SPACE_BEFORE = frozenset(
         K.R_PAREN,
         K.R_BRACK,
         K.DOT,
+        K.COLON2,
         K.ARG_LIST,
         K.INDEX_LIST,
         K.SHAPE,
@@ -54,7 +55,7 @@ NO_SPACE_BEFORE = frozenset(
     }
 )
 # ... or the first is one of these.
-NO_SPACE_AFTER = frozenset({K.L_PAREN, K.L_BRACK, K.DOT, K.AT})
+NO_SPACE_AFTER = frozenset({K.L_PAREN, K.L_BRACK, K.DOT, K.AT, K.COLON2})
 
 STATEMENTS = frozenset({K.LET_STMT, K.EXPR_STMT})
 ITEMS = frozenset({K.FN, K.STRUCT, K.CONST})

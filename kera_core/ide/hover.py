@@ -219,6 +219,8 @@ def _name_hover(a: Analysis, tok) -> str | None:
         return _code(f"@{text}") + "\n\n" + B.SPACE_DOCS[text]
     if gp == K.NAMED_TYPE and text in B.PRIMITIVE_DOCS:
         return _code(text) + "\n\n" + B.PRIMITIVE_DOCS[text]
+    if gp == K.CONST_PATH:
+        return _const_path_hover(parent.parent)
     if gp == K.PATH_EXPR and text in B.SPACE_DOCS:
         return _code(text) + "\n\n" + B.SPACE_DOCS[text]
     if gp == K.PATH_EXPR and text in B.INFO:
@@ -226,6 +228,28 @@ def _name_hover(a: Analysis, tok) -> str | None:
         if call is not None and call.kind == K.CALL_EXPR:
             return _builtin_hover(text)
     return None
+
+
+def _const_path_hover(node) -> str | None:
+    """`f32::PI`: the value, its bits and what it is (sema/type_constants.py)."""
+    from kera_core.interp.printing import format_value
+    from kera_core.loops.interp import imm_value
+    from kera_core.loops.ir import BITS, Imm
+    from kera_core.sema import type_constants as TC
+
+    refs = [c for c in node.children() if c.kind == K.NAME_REF]
+    if len(refs) != 2:
+        return None
+    t, name = refs[0].text.strip(), refs[1].text.strip()
+    bits = TC.constant_bits(t, name)
+    if bits is None:
+        return None
+    value = format_value(imm_value(Imm(t, bits)))
+    width = BITS[t] // 8
+    return (
+        _code(f"{t}::{name}: {t} = {value}")
+        + f"\n\n{TC.meaning(t, name)} (bits `0x{bits:0{2 * width}X}`)"
+    )
 
 
 def _expr_hover(a: Analysis, offset: int) -> HoverResult | None:

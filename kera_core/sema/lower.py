@@ -30,7 +30,7 @@ from kera_core.ir.types import (
     elem_of,
     strip_ref,
 )
-from kera_core.sema import literals
+from kera_core.sema import literals, type_constants
 from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, Use, did_you_mean
 from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
@@ -561,6 +561,30 @@ class FnLowering(ControlFlow, Calls, Exits):
         v = method(e, expected)
         self.expr_types[(e.span.start, e.span.end, e.syntax.kind)] = v.type
         return v
+
+    def e_ConstPath(self, e: ast.ConstPath, expected):
+        """``f32::PI``, ``i32::MAX``: the constant's bits (sema/type_constants.py)."""
+        tn, cn = e.type_name, e.name
+        if tn is None or cn is None:
+            return ERR_VAL
+        t, c = tn.text, cn.text
+        names = type_constants.names_of(t)
+        if not names:
+            return self.err(
+                "K0203",
+                tn.span,
+                f"`{t}` names no constants (`f32`, `f64` and the integer types do)",
+            )
+        bits = type_constants.constant_bits(t, c)
+        if bits is None:
+            return self.err(
+                "K0201",
+                cn.span,
+                f"`{t}` has no constant `{c}`; it has "
+                + ", ".join(f"`{n}`" for n in names)
+                + did_you_mean(c, names),
+            )
+        return self.const(Prim(t), bits, e.span)
 
     def e_UnsupportedExpr(self, e: ast.UnsupportedExpr, expected):
         return ERR_VAL  # the parser reported it (K0112)

@@ -602,8 +602,24 @@ class StructLitField(AstNode):
         return expr_of(self.syntax)
 
 
+class ConstPath(Expr):
+    """``f32::PI``: a constant a primitive type names (sema/type_constants.py)."""
+
+    KIND = K.CONST_PATH
+
+    @property
+    def type_name(self) -> NameRef | None:
+        refs = list(self._children(NameRef))
+        return refs[0] if refs else None
+
+    @property
+    def name(self) -> NameRef | None:
+        refs = list(self._children(NameRef))
+        return refs[1] if len(refs) > 1 else None
+
+
 class UnsupportedExpr(Expr):
-    """An expression Kera does not have (a tuple, `f32::INFINITY`): the parser reported it
+    """An expression Kera does not have (a tuple, `a::b::c`): the parser reported it
     (K0112); the checker takes it as an erroneous value, so nothing else is reported."""
 
     KIND = K.UNSUPPORTED
@@ -613,6 +629,7 @@ EXPRS: dict[SyntaxKind, type[Expr]] = {
     cls.KIND: cls  # type: ignore[misc]
     for cls in (
         UnsupportedExpr,
+        ConstPath,
         Literal,
         PathExpr,
         ParenExpr,

@@ -145,8 +145,9 @@ class SyntaxKind(IntEnum):
     STRUCT_LIT = 292
     STRUCT_LIT_FIELD_LIST = 293
     STRUCT_LIT_FIELD = 294
+    CONST_PATH = 295  # f32::PI — a constant a primitive type names
     # --- error recovery ---------------------------------------------------
-    # a construct Kera does not have (a tuple, `f32::INFINITY`, `N + 1` in a shape): one
+    # a construct Kera does not have (a tuple, `a::b::c`, `N + 1` in a shape): one
     # K0112 error covers it, and the checker takes it as an erroneous value or type
     UNSUPPORTED = 298
     ERROR = 299

@@ -268,12 +268,18 @@ def primary(p: Parser) -> CompletedMarker | None:
             and (p.nth(2) == K.R_BRACE or (p.nth(2) == K.IDENT and p.nth(3) == K.COLON))
         ):
             return struct_lit(p)
-        if p.nth(1) == K.COLON2:  # `f32::INFINITY`: one error for the whole path
+        if p.nth(1) == K.COLON2 and p.nth(2) == K.IDENT and p.nth(3) != K.COLON2:
+            m = p.start()  # `f32::PI`: a constant the type names (the checker knows which)
+            name_ref(p)
+            p.bump()
+            name_ref(p)
+            return p.complete(m, K.CONST_PATH)
+        if p.nth(1) == K.COLON2:  # `a::b::c`, `T::`: one error for the whole path
             m = p.start()
             p.error(
                 "K0112",
-                "paths like `f32::INFINITY` are not in Kera yet: write the value "
-                "(`1.0 / 0.0` is +inf, `0.0 / 0.0` is NaN)",
+                "paths are not in Kera: only a number type's constants are, like `f32::PI` "
+                "or `i32::MAX`",
             )
             p.bump()
             while p.at(K.COLON2):
