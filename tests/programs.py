@@ -38,7 +38,10 @@ class Layout:
 def scalar_expr(depth: int, n_locals: int):
     leaves = [
         st.just(("a",)),
-        st.builds(lambda v: ("lit", v), st.sampled_from(["1.0", "0.5", "2.25", "3.0"])),
+        st.builds(
+            lambda v: ("lit", v),
+            st.sampled_from(["1.0", "0.5", "2.25", "3.0", "f32::PI", "f32::EPSILON", "f32::MAX"]),
+        ),
     ]
     if n_locals:
         leaves.append(st.builds(lambda i: ("local", i), st.integers(0, n_locals - 1)))
