@@ -53,6 +53,32 @@ def log_tail(z):
     return (mp.atanh(s) / s - 1 - z / 3) / z**2
 
 
+PIO4_SQ = (mp.pi / 4) ** 2 * (1 + mp.mpf(2) ** -40)  # the reduced argument's z = r² range
+
+
+def sin_tail(z):
+    """(sin(s)/s − 1 + z/6 − z²/120 + z³/5040) / z⁴, s = √z, z ∈ [0, (π/4)²]."""
+    if z < TINY:
+        return mp.mpf(1) / 362880
+    s = mp.sqrt(z)
+    return (mp.sin(s) / s - 1 + z / 6 - z**2 / 120 + z**3 / 5040) / z**4
+
+
+def cos_tail(z):
+    """(cos(s) − 1 + z/2 − z²/24 + z³/720) / z⁴, s = √z, z ∈ [0, (π/4)²]."""
+    if z < TINY:
+        return mp.mpf(1) / 40320
+    s = mp.sqrt(z)
+    return (mp.cos(s) - 1 + z / 2 - z**2 / 24 + z**3 / 720) / z**4
+
+
+def two_over_pi_words(n: int = 20) -> list[int]:
+    """2/π in 64-bit words: word 0 the integer part (0), word j the bits 64(j−1)+1 … 64j."""
+    with mp.workprec(64 * n + 128):
+        v = 2 / mp.pi
+        return [int(mp.floor(v * mp.mpf(2) ** (64 * j))) % (1 << 64) for j in range(n)]
+
+
 TABLE = {
     "EXP2_C1": dd(LN2),
     "EXP2_C2": dd(LN2**2 / 2),
@@ -63,9 +89,18 @@ TABLE = {
     "LOG_THIRD": dd(mp.mpf(1) / 3),
     "LOG_R": fit(log_tail, 0, 0.0295, 7),
     "INV_LN2": dd(1 / LN2),
+    "PIO2": dd(mp.pi / 2),
+    "SIN_C1": dd(-mp.mpf(1) / 6),
+    "SIN_C2": dd(mp.mpf(1) / 120),
+    "SIN_C3": dd(-mp.mpf(1) / 5040),
+    "COS_C2": dd(mp.mpf(1) / 24),
+    "COS_C3": dd(-mp.mpf(1) / 720),
+    "SIN_Q": fit(sin_tail, 0, PIO4_SQ, 5),
+    "COS_Q": fit(cos_tail, 0, PIO4_SQ, 5),
 }
 
 
 if __name__ == "__main__":
     for name, vals in TABLE.items():
         print(f"{name} = ({', '.join(v.hex() for v in vals)})")
+    print(f"TWO_OVER_PI = ({', '.join(f'{w:#018x}' for w in two_over_pi_words())})")

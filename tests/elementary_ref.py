@@ -18,7 +18,16 @@ from kera_core.interp import fp
 
 NEAR = 16  # binary64 ulps around each binary32 rounding boundary that mpmath decides
 
-NP = {"exp2": np.exp2, "log2": np.log2, "expm1": np.expm1, "log1p": np.log1p, "hypot": np.hypot}
+NP = {
+    "exp2": np.exp2,
+    "log2": np.log2,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "hypot": np.hypot,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+}
 
 
 def mp_value(name: str, *args: float):
@@ -26,6 +35,15 @@ def mp_value(name: str, *args: float):
     import mpmath as mp
 
     mp.mp.prec = 256
+    if name in ("sin", "cos", "tan"):
+        # the exact argument reduction of a binary64 up to 2^1024 needs ~1100 more bits of π
+        x = mp.mpf(args[0])
+        if mp.isnan(x) or mp.isinf(x):
+            return mp.nan
+        _, e = mp.frexp(x) if x != 0 else (0, 0)
+        with mp.workprec(256 + max(e, 0) + 64):
+            v = getattr(mp, name)(x)
+        return +v
     a = [mp.mpf(v) for v in args]
     if any(mp.isnan(v) for v in a) and name != "hypot":
         return mp.nan

@@ -1,5 +1,6 @@
 """The elementary functions of issue 16 item 5 (docs/semantics.md §6.9): `exp2`, `log2`,
-`expm1`, `log1p`, `hypot` — each one fixed step list (kera_core/interp/elementary.py).
+`expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan` — each one fixed step list
+(kera_core/interp/elementary.py).
 
 * binary32: the interpreter's result is the correctly rounded one on a dense sample (every
   binade's edges, all special values, the ranges where each function turns, ~10^6 random bit
@@ -40,7 +41,8 @@ from tests.outcomes import outcome
 from tests.test_exact_functions import special_bits
 from tests.tools import tool_missing
 
-UNARY = ("exp2", "log2", "expm1", "log1p")
+TRIG = ("sin", "cos", "tan")
+UNARY = ("exp2", "log2", "expm1", "log1p", *TRIG)
 FNS = (*UNARY, "hypot")
 FLOATS = ("f32", "f64")
 DT = {"f32": np.float32, "f64": np.float64}
@@ -67,6 +69,12 @@ _EDGES = {
     "expm1": [0.0, 2.0**-25, 2.0**-26, 88.72283, 88.7, -17.4, -17.3, 0.3465736, 0.6931472, -0.69],
     "log1p": [0.0, -1.0, -0.5, 2.0**-25, 2.0**-26, 0.41421357, -0.29289323, 1.0, 2.0**24],
 }
+# sin, cos, tan: the switches (2^−27, 0.78125), the binary32 numbers nearest to k·π/2 for
+# k < 64 and to a few huge multiples, the largest values, where the reduction is hardest
+_TRIG_EDGES = [2.0**-27, 2.0**-12, 0.78125, 2.0**24, 2.0**100, 3.4028235e38, 16367173.0]
+_TRIG_EDGES += [k * np.pi / 2 for k in range(1, 64)] + [1e4 * np.pi, 1e6 * np.pi, 2.0**90 * np.pi]
+for _fn in TRIG:
+    _EDGES[_fn] = _TRIG_EDGES
 
 
 def around(values, ulps: int) -> np.ndarray:
@@ -148,6 +156,8 @@ def test_f32_hypot_is_correctly_rounded_on_a_sample() -> None:
 def sample_f64(fn: str, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     lo, hi = {"exp2": (-1080, 1030), "expm1": (-50, 712)}.get(fn, (0, 0))
+    if fn in TRIG:
+        lo, hi = -1e4, 1e4
     parts = [
         np.exp2(rng.uniform(-60, 4, n)) * rng.choice([-1.0, 1.0], n),
         rng.integers(0, 1 << 64, n, dtype=np.uint64).view(np.float64),
@@ -212,6 +222,43 @@ def test_f64_on_ten_million_inputs(fn: str) -> None:
         assert worst <= 1.0, (fn, worst, at)
 
 
+# --- sin, cos, tan: the argument reduction -----------------------------------------------------
+
+
+def test_two_over_pi_words_are_the_bits_of_2_over_pi() -> None:
+    mp = mpmath.mp
+    with mpmath.workprec(64 * len(E.TWO_OVER_PI) + 64):
+        v = mpmath.mpf(2) / mp.pi
+        want = [int(mpmath.floor(v * mpmath.mpf(2) ** (64 * j))) % (1 << 64) for j in range(20)]
+    assert list(E.TWO_OVER_PI) == want
+
+
+def test_the_reduction_is_exact_to_2_pow_minus_73_at_the_hardest_inputs() -> None:
+    """Payne–Hanek (§6.9) against mpmath with enough bits of π: the worst case of reduction
+    modulo π/2 over all binary64 inputs, the largest values, every binade's edges, and the
+    binary64 numbers nearest to k·π/2."""
+    worst = 6381956970095103 * 2.0**797
+    rng = np.random.default_rng(12)
+    x = [worst, np.nextafter(worst, 0), 1.7976931348623157e308, 1e22, 2.0**1023, 0.78125, 1.0]
+    x += [float(np.pi / 2 * k) for k in (1, 2, 3, 4, 5, 100, 1000, 10**6, 10**9, 2**40)]
+    x += [2.0**e for e in range(-1, 1024, 7)]
+    x += list(np.exp2(rng.uniform(-1, 1023, 300)))
+    xa = np.array(x)
+    j, rh, rl = E._reduce_pio2(E.NumpyOps, xa)
+    with mpmath.workprec(1300):
+        for i, xi in enumerate(x):
+            X = mpmath.mpf(xi)
+            k = mpmath.nint(X / (mpmath.pi / 2))
+            r = X - k * mpmath.pi / 2
+            got = mpmath.mpf(float(rh[i])) + mpmath.mpf(float(rl[i]))
+            assert int(k) % 4 == int(j[i]), xi
+            assert abs(got / r - 1) < mpmath.mpf(2) ** -73, (xi, float(r), float(got))
+    for fn in TRIG:
+        for xi in (worst, -worst):
+            got = float(interp(fn, np.array([xi]))[0])
+            assert got == round_mp(mp_value(fn, xi), "f64"), (fn, xi, got)
+
+
 # --- special values (C99 Annex F; NaN canonical) -----------------------------------------------
 
 INF, NAN = float("inf"), float("nan")
@@ -250,6 +297,9 @@ _SPECIAL = [
     ("hypot", (NAN, -INF), INF),
     ("hypot", (NAN, 1.0), NAN),
     ("hypot", (-5.0, 0.0), 5.0),
+    *[(fn, (v,), NAN) for fn in TRIG for v in (INF, -INF, NAN)],
+    *[(fn, (v,), v) for fn in ("sin", "tan") for v in (0.0, -0.0, 2.0**-30, -(2.0**-30))],
+    *[("cos", (v,), 1.0) for v in (0.0, -0.0, 2.0**-30, -(2.0**-30))],
 ]
 
 
@@ -340,6 +390,7 @@ _VEC = {
     "and": np.bitwise_and,
     "or": np.bitwise_or,
     "not": np.invert,
+    "xor": np.bitwise_xor,
     "shl": lambda a, c: np.left_shift(a, c),
     "shr": lambda a, c: np.right_shift(a, c),
 }
@@ -384,7 +435,7 @@ def test_the_step_lists_are_straight_line_and_of_fixed_length() -> None:
     for t in FLOATS:
         for fn in FNS:
             stmts, *_ = steps(fn, t)
-            assert 50 < len(stmts) < 400, (fn, t, len(stmts))
+            assert 50 < len(stmts) < (800 if fn in TRIG else 400), (fn, t, len(stmts))
 
 
 @pytest.mark.parametrize("t", FLOATS)
@@ -423,6 +474,9 @@ def test_the_emitted_step_lists_give_the_interpreters_bits(t: str) -> None:
         ("hypot(x)", "K0303", "hypot(x)"),
         ("hypot(x, d)", "K0301", "hypot(x, d)"),
         ("hypot(k, k)", "K0308", "hypot(k, k)"),
+        ("sin(k)", "K0308", "sin(k)"),
+        ("cos()", "K0303", "cos()"),
+        ("tan(x) + d", "K0301", "tan(x) + d"),
     ],
 )
 def test_misuse_is_reported_with_a_code_and_a_span(body: str, code: str, needle: str) -> None:
@@ -450,9 +504,11 @@ def test_constants_fold_to_the_interpreters_bits() -> None:
     m = mod(
         "pub fn c() -> f64 { exp2(0.3) + log2(3.0) * expm1(-0.2) + log1p(1e-9) + hypot(3.5, 1.25) }\n"
         "pub fn d() -> f32 { exp2(0.3f32) + hypot(1e30f32, 2e30f32) - log1p(-1.0f32) }\n"
+        "pub fn e() -> f64 { sin(1e22) + cos(-3.0) * tan(1.5707963267948966) }\n"
+        "pub fn g() -> f32 { sin(16367173.0f32) - cos(1e38f32) + tan(-0.5f32) }\n"
     )
     g = optimize(m.graph, passes=[ConstFold()]).graph
-    for name in ("c", "d"):
+    for name in ("c", "d", "e", "g"):
         assert ops(g, name) == ["const"], ops(g, name)
         same(m, g, name)
     want = (
@@ -462,6 +518,11 @@ def test_constants_fold_to_the_interpreters_bits() -> None:
         + E.binary("hypot", np.float64(3.5), np.float64(1.25))
     )
     got = reference(m, "c", {}).outputs[0].value
+    assert _bits(got, "f64") == _bits(want, "f64"), (got, want)
+    want = E.unary("sin", np.float64(1e22)) + E.unary("cos", np.float64(-3.0)) * E.unary(
+        "tan", np.float64(1.5707963267948966)
+    )
+    got = reference(m, "e", {}).outputs[0].value
     assert _bits(got, "f64") == _bits(want, "f64"), (got, want)
 
 
@@ -489,6 +550,7 @@ def _source() -> str:
         "pub fn mix[N](x: &f32[N], y: &f32[N]) -> f32[N] "
         "{ exp2(x) * log1p(y) - expm1(x - y) + hypot(log2(y), x) }"
     )
+    lines.append("pub fn trig[N](x: &f64[N], y: f64) -> f64[N] { sin(x) * cos(y) - tan(x * y) }")
     return "\n".join(lines) + "\n"
 
 
@@ -507,7 +569,13 @@ def adversarial(t: str, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     specials = np.array(special_bits(t), UT[t])
     pool_v = np.array([0.5, 1.0, -1.0, 2.0**-25, 127.99, -149.5, 88.7, 709.7, 1024.5, -1074.5])
-    pool = np.concatenate([specials, _bits(np.concatenate([pool_v, -pool_v]).astype(DT[t]), t)])
+    # sin, cos, tan: near multiples of π/2, huge, the hardest binary64 reduction (§6.9)
+    pool_v = np.concatenate(
+        [pool_v, [1.5707964, 3.1415927, 0.78125, 1e22, 3.4e38, 6381956970095103 * 2.0**797]]
+    )
+    with np.errstate(over="ignore"):
+        pool_t = np.concatenate([pool_v, -pool_v]).astype(DT[t])
+    pool = np.concatenate([specials, _bits(pool_t, t)])
     x = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 10, n))).astype(DT[t])
     xb = _bits(x, t).copy()
     k = rng.random(n) < 0.4
@@ -523,17 +591,18 @@ def cases():
             out.append((_fn(fn, t, "v"), t))
         out.append((_fn("hypot", t, "b"), t))
     out.append(("mix", "f32"))
+    out.append(("trig", "f64"))
     return out
 
 
 def inputs(name: str, t: str, n: int, seed: int) -> list[dict]:
     x = adversarial(t, max(n, 1), seed)
     y = adversarial(t, max(n, 1), seed + 7)
-    two = "hypot" in name or name == "mix"
+    two = "hypot" in name or name in ("mix", "trig")
     if name.endswith("_s"):
         k = min(len(x), 24)
         return [{"x": x[i], **({"y": y[i]} if two else {})} for i in range(k)]
-    if name.endswith("_b"):
+    if name.endswith("_b") or name == "trig":
         return [{"x": x[:n], "y": y[0]}]
     return [{"x": x[:n], **({"y": y[:n]} if two else {})}]
 
@@ -544,7 +613,7 @@ SIZES = (0, 1, 17, 1025)
 def test_the_interpreter_runs_them_on_scalars_and_tensors() -> None:
     m = module()
     for name, t in cases():
-        if name == "mix":
+        if name in ("mix", "trig"):
             continue
         fn = name.rsplit("_", 2)[0]
         for n in SIZES:
@@ -626,6 +695,7 @@ def test_arm64_gives_the_interpreters_bits() -> None:
 
 def test_verilog_gives_the_interpreters_bits_on_small_cases() -> None:
     small = [("exp2_f32_v", "f32"), ("log1p_f64_v", "f64"), ("hypot_f32_b", "f32")]
+    small += [("sin_f64_v", "f64"), ("tan_f32_v", "f32")]
     _native("verilog", small, (0, 5))
 
 

@@ -59,6 +59,21 @@ _INFO = [
     _b("expm1", ("x: F | F[S]",), "same", "`exp(x) - 1`, accurate near 0 (f32: correctly rounded)"),
     _b("log1p", ("x: F | F[S]",), "same", "`log(1 + x)`, accurate near 0 (f32: correctly rounded)"),
     _b(
+        "sin", ("x: F | F[S]",), "same", "sine of `x` radians, elementwise (f32: correctly rounded)"
+    ),
+    _b(
+        "cos",
+        ("x: F | F[S]",),
+        "same",
+        "cosine of `x` radians, elementwise (f32: correctly rounded)",
+    ),
+    _b(
+        "tan",
+        ("x: F | F[S]",),
+        "same",
+        "tangent of `x` radians, elementwise (f32: correctly rounded)",
+    ),
+    _b(
         "hypot",
         ("x: F", "y: F"),
         "F",

@@ -1,9 +1,10 @@
-"""`exp2`, `log2`, `expm1`, `log1p`, `hypot`: step lists written once (docs/semantics.md §6.9).
+"""`exp2`, `log2`, `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`: step lists written once
+(docs/semantics.md §6.9).
 
 Each function below is one fixed sequence of loop primitives (docs/lowering.md,
-"Primitives": add sub mul div sqrt roundeven compares select and/or shl/shr bitcast
-convert — no fma, no table loads), written against a small interface ``m`` of those
-primitives. Two implementations of that interface run the *same* Python code:
+"Primitives": add sub mul div sqrt roundeven compares select and/or/xor/not shl/shr bitcast
+convert, integer mul — no fma, no table loads), written against a small interface ``m`` of
+those primitives. Two implementations of that interface run the *same* Python code:
 
 * :class:`NumpyOps` here (whole arrays, elementwise: the interpreter's), and
 * ``composite.EmitOps`` in kera_core/loops/composite.py (appends loop primitives: what
@@ -73,6 +74,7 @@ class NumpyOps:
     ne = staticmethod(np.not_equal)
     and_ = staticmethod(np.bitwise_and)
     or_ = staticmethod(np.bitwise_or)
+    xor = staticmethod(np.bitwise_xor)
     not_ = staticmethod(np.invert)
 
     @staticmethod
@@ -80,12 +82,13 @@ class NumpyOps:
         return np.where(c, a, b)
 
     @staticmethod
-    def shl(a, n: int):
-        return np.left_shift(a, np.asarray(a).dtype.type(n))
+    def shl(a, n):
+        """a << n, n an int or an array of a's type (in [0, bits))."""
+        return np.left_shift(a, np.asarray(n, np.asarray(a).dtype))
 
     @staticmethod
-    def shr(a, n: int):
-        return np.right_shift(a, np.asarray(a).dtype.type(n))
+    def shr(a, n):
+        return np.right_shift(a, np.asarray(n, np.asarray(a).dtype))
 
     @staticmethod
     def bitcast(a, to: str):
@@ -493,7 +496,225 @@ def hypot(m, x, y, t: str):
     return m.select(inf, m.c(INF, t), out)
 
 
-UNARY = {"exp2": exp2, "log2": log2, "expm1": expm1, "log1p": log1p}
+# --- sin, cos, tan ------------------------------------------------------------------------------
+
+# 2/π in 64-bit words: TWO_OVER_PI[0] = 0 (the bits before the binary point), TWO_OVER_PI[j]
+# = bits 64(j − 1) + 1 … 64j after it — enough for every binary64 argument (§6.9)
+TWO_OVER_PI = tuple(
+    int(v, 16)
+    for v in (
+        "0x0000000000000000",
+        "0xa2f9836e4e441529",
+        "0xfc2757d1f534ddc0",
+        "0xdb6295993c439041",
+        "0xfe5163abdebbc561",
+        "0xb7246e3a424dd2e0",
+        "0x06492eea09d1921c",
+        "0xfe1deb1cb129a73e",
+        "0xe88235f52ebb4484",
+        "0xe99c7026b45f7e41",
+        "0x3991d639835339f4",
+        "0x9c845f8bbdf9283b",
+        "0x1ff897ffde05980f",
+        "0xef2f118b5a0a6d1f",
+        "0x6d367ecf27cb09b7",
+        "0x4f463f669e5fea2d",
+        "0x7527bac7ebe5f17b",
+        "0x3d0739f78a5292ea",
+        "0x6bfb5fb11f8d5d08",
+        "0x56033046fc7b6bab",
+    )
+)
+PIO2 = (H("0x1.921fb54442d18p+0"), H("0x1.1a62633145c07p-54"))  # π/2
+SIN_C1 = (H("-0x1.5555555555555p-3"), H("-0x1.5555555555555p-57"))  # −1/6
+SIN_C2 = (H("0x1.1111111111111p-7"), H("0x1.1111111111111p-63"))  # 1/120
+SIN_C3 = (H("-0x1.a01a01a01a01ap-13"), H("-0x1.a01a01a01a01ap-73"))  # −1/5040
+COS_C2 = (H("0x1.5555555555555p-5"), H("0x1.5555555555555p-59"))  # 1/24
+COS_C3 = (H("-0x1.6c16c16c16c17p-10"), H("0x1.f49f49f49f49fp-65"))  # −1/720
+SIN_Q = tuple(
+    H(v)
+    for v in (
+        "0x1.71de3a556c734p-19",
+        "-0x1.ae64567f544d1p-26",
+        "0x1.6124613a7be04p-33",
+        "-0x1.ae7f3e278e68ep-41",
+        "0x1.952b8a5466b36p-49",
+        "-0x1.2df463f1150fbp-57",
+    )
+)
+COS_Q = tuple(
+    H(v)
+    for v in (
+        "0x1.a01a01a01a01ap-16",
+        "-0x1.27e4fb7789f44p-22",
+        "0x1.1eed8eff7f2f4p-29",
+        "-0x1.93974a28bcc26p-37",
+        "0x1.ae7e07e4ead63p-45",
+        "-0x1.6667a591408edp-53",
+    )
+)
+SIN_D = (-1 / 6, 1 / 60, -1 / 1680, 1 / 90720)  # S'(z), the first four Taylor terms
+COS_D = (-1 / 2, 1 / 12, -1 / 240, 1 / 10080)  # C'(z)
+TRIG_SMALL = 0.78125  # below it (< π/4) the argument is its own reduction: k = 0, r = x
+TRIG_TINY = H("0x1p-27")  # below it sin x and tan x round to x, cos x to 1 (both formats)
+M32 = 0xFFFFFFFF
+
+
+def _reduce_pio2(m, a):
+    """For a binary64 a ≥ TRIG_SMALL (finite): (j, rh, rl) with a = (4N + j)·π/2 + r,
+    |r| ≤ π/4, r = rh + rl with relative error < 2^−74.
+
+    Payne–Hanek in exact integer arithmetic (docs/semantics.md §6.9): a = M·2^E with M a
+    53-bit integer; a·2/π mod 4 = M·W·2^(2−192) mod 4, W the 192 bits of 2/π from bit E − 1
+    on (earlier bits give multiples of 4). The four 64-bit words holding W are chosen by
+    selects over constants (no table load), W is shifted out of them, and the low 192 bits of
+    M·W are computed exactly from 32-bit limbs. The top two bits are the quadrant, the other
+    190 the fraction F; F ≥ 1/2 moves to the next quadrant with r = −(1 − F)·π/2."""
+    u, c = "u64", m.c
+    b = m.bitcast(a, u)
+    q = m.sub(m.shr(b, 52), c(1013, u))  # (E − 1) + 63 ≥ 9: bit E − 1 is bit q of T[0..]
+    jw, s = m.shr(q, 6), m.and_(q, c(63, u))
+    ns = m.sub(c(63, u), s)
+    words = [c(TWO_OVER_PI[i], u) for i in range(4)]
+    for j in range(1, 17):  # q ≤ 1033: jw ≤ 16
+        hit = m.eq(jw, c(j, u))
+        words = [m.select(hit, c(TWO_OVER_PI[j + i], u), w) for i, w in enumerate(words)]
+    limbs = []  # W's six 32-bit limbs, most significant first
+    for i in range(3):
+        w = m.or_(m.shl(words[i], s), m.shr(m.shr(words[i + 1], 1), ns))
+        limbs += [m.shr(w, 32), m.and_(w, c(M32, u))]
+    mi = m.or_(m.and_(b, c(MANT, u)), c(1 << 52, u))
+    m1, m0 = m.shr(mi, 32), m.and_(mi, c(M32, u))
+    cols: list[list] = [[] for _ in range(6)]  # products by the limb of P they start in
+    for i in range(6):
+        cols[5 - i].append(m.mul(m0, limbs[i]))
+        if i > 0:
+            cols[6 - i].append(m.mul(m1, limbs[i]))
+    P, carry = [], None  # P = M·W mod 2^192 in 32-bit limbs, least significant first
+    for col in range(6):
+        parts = [m.and_(p, c(M32, u)) for p in cols[col]]
+        if col > 0:
+            parts += [m.shr(p, 32) for p in cols[col - 1]]
+        if carry is not None:
+            parts.append(carry)
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = m.add(acc, p)
+        P.append(m.and_(acc, c(M32, u)))
+        carry = m.shr(acc, 32)
+    top = P[5]
+    n = m.ne(m.and_(top, c(1 << 29, u)), c(0, u))  # F ≥ 1/2
+    j = m.and_(m.add(m.shr(top, 30), m.select(n, c(1, u), c(0, u))), c(3, u))
+    # |F| or 1 − F (to 2^−158: the complement of the limbs down to P[1])
+    flip30 = m.select(n, c((1 << 30) - 1, u), c(0, u))
+    flip32 = m.select(n, c(M32, u), c(0, u))
+    g = [m.xor(m.and_(top, c((1 << 30) - 1, u)), flip30)]
+    g += [m.xor(P[i], flip32) for i in (4, 3, 2, 1)]
+    t = [m.mul(m.convert(gi, "f64"), c(2.0 ** -(30 + 32 * i))) for i, gi in enumerate(g)]
+    s1, e1 = fast_two_sum(m, t[0], t[1])  # all ≥ 0: no cancellation
+    s2, e2 = two_sum(m, s1, t[2])
+    s3, e3 = two_sum(m, s2, t[3])
+    fh, fl = fast_two_sum(m, s3, m.add(m.add(m.add(e1, e2), e3), t[4]))
+    rh, rl = dd_mul_dd_const(m, fh, fl, PIO2)
+    return j, m.select(n, m.neg(rh), rh), m.select(n, m.neg(rl), rl)
+
+
+def _poly_dd(m, z, zs, q, cs):
+    """cs[0] + z·(cs[1] + z·(… + z·(cs[-1] + z·Q(z)))) as a double-double (z a double)."""
+    h, l = horner(m, z, q), m.c(0.0)
+    for C in reversed(cs):
+        h, l = dd_horner_step(m, C, z, zs, h, l)
+    return h, l
+
+
+def _sincos_kernel(m, rh, rl):
+    """(sin r, cos r) as double-doubles for r = rh + rl, |r| ≤ π/4: sin r = r·S(r²),
+    cos r = C(r²), S and C evaluated at zh = (r²).hi, plus zl·S'(zh) and zl·C'(zh) (|zl| ≤
+    2^−53·zh: the first-order term is all that is left)."""
+    rs = split(m, rh)
+    zh, ze = two_prod(m, rh, rh, rs)
+    zl = m.add(ze, m.mul(m.add(rh, rh), rl))
+    zs = split(m, zh)
+    sh, sl = _poly_dd(m, zh, zs, SIN_Q, ((1.0, 0.0), SIN_C1, SIN_C2, SIN_C3))
+    sl = m.add(sl, m.mul(zl, horner(m, zh, SIN_D)))  # S'(z) to 2^−16 relative
+    ch, cl = _poly_dd(m, zh, zs, COS_Q, ((1.0, 0.0), (-0.5, 0.0), COS_C2, COS_C3))
+    cl = m.add(cl, m.mul(zl, horner(m, zh, COS_D)))  # C'(z) to 2^−16 relative
+    ph, pe = two_prod(m, sh, rh, rs)  # sin r = (rh + rl)·(sh + sl)
+    pl = m.add(pe, m.add(m.mul(sh, rl), m.mul(sl, rh)))
+    sh, sl = fast_two_sum(m, ph, pl)
+    ch, cl = fast_two_sum(m, ch, cl)
+    return (sh, sl), (ch, cl)
+
+
+def dd_div(m, ah, al, bh, bl):
+    """(ah + al)/(bh + bl) as a double-double (relative error ~2^−100)."""
+    qh = m.div(ah, bh)
+    p, pe = two_prod(m, qh, bh)
+    ql = m.div(m.sub(m.add(m.sub(m.sub(ah, p), pe), al), m.mul(qh, bl)), bh)
+    return fast_two_sum(m, qh, ql)
+
+
+def _trig(m, x, t: str, fn: str):
+    X = _to_f64(m, x, t)
+    a = m.abs(X)
+    bad = m.not_(m.lt(a, m.c(INF)))  # NaN or ±inf
+    tiny = m.lt(a, m.c(TRIG_TINY))
+    small = m.lt(a, m.c(TRIG_SMALL))
+    j, Rh, Rl = _reduce_pio2(m, m.select(m.or_(bad, small), m.c(1.0), a))
+    rh = m.select(small, a, Rh)
+    rl = m.select(small, m.c(0.0), Rl)
+    u = "u64"
+    j = m.select(small, m.c(0, u), j)
+    odd = m.ne(m.and_(j, m.c(1, u)), m.c(0, u))
+    two = m.ne(m.and_(j, m.c(2, u)), m.c(0, u))
+    negx = m.lt(X, m.c(0.0))
+    (sh, sl), (ch, cl) = _sincos_kernel(m, rh, rl)
+    if fn == "sin":  # j = 0, 1, 2, 3: sin r, cos r, −sin r, −cos r; odd in x
+        h, l = m.select(odd, ch, sh), m.select(odd, cl, sl)
+        neg = m.ne(two, negx)
+    elif fn == "cos":  # cos r, −sin r, −cos r, sin r; even
+        h, l = m.select(odd, sh, ch), m.select(odd, sl, cl)
+        neg = m.ne(odd, two)
+    else:  # tan: sin r / cos r, −cos r / sin r; odd
+        h, l = dd_div(
+            m,
+            m.select(odd, ch, sh),
+            m.select(odd, cl, sl),
+            m.select(odd, sh, ch),
+            m.select(odd, sl, cl),
+        )
+        neg = m.ne(odd, negx)
+    h = m.select(neg, m.neg(h), h)
+    l = m.select(neg, m.neg(l), l)
+    out = _result(m, h, l, t)
+    out = m.select(tiny, m.c(1.0, t) if fn == "cos" else x, out)
+    return m.select(bad, m.c(np.nan, t), out)
+
+
+def sin(m, x, t: str):
+    """sin x."""
+    return _trig(m, x, t, "sin")
+
+
+def cos(m, x, t: str):
+    """cos x."""
+    return _trig(m, x, t, "cos")
+
+
+def tan(m, x, t: str):
+    """tan x."""
+    return _trig(m, x, t, "tan")
+
+
+UNARY = {
+    "exp2": exp2,
+    "log2": log2,
+    "expm1": expm1,
+    "log1p": log1p,
+    "sin": sin,
+    "cos": cos,
+    "tan": tan,
+}
 BINARY = {"hypot": hypot}
 
 

@@ -275,6 +275,9 @@ for _name, _doc in [
     ("log2", "the base-2 logarithm of x"),
     ("expm1", "e^x - 1, accurate near 0"),
     ("log1p", "log(1 + x), accurate near 0"),
+    ("sin", "the sine of x (radians)"),
+    ("cos", "the cosine of x (radians)"),
+    ("tan", "the tangent of x (radians)"),
 ]:
 
     @op(_name, 1, _doc + ", elementwise; a fixed step list, docs/semantics.md §6.9")

@@ -296,14 +296,15 @@ class EmitOps:
     add, sub, mul, div, sqrt = _op("add"), _op("sub"), _op("mul"), _op("div"), _op("sqrt")
     abs, neg, roundeven = _op("abs"), _op("neg"), _op("roundeven")
     lt, le, gt, ge, eq, ne = _op("lt"), _op("le"), _op("gt"), _op("ge"), _op("eq"), _op("ne")
-    and_, or_, not_, select = _op("and"), _op("or"), _op("not"), _op("select")
+    and_, or_, xor, not_ = _op("and"), _op("or"), _op("xor"), _op("not")
+    select = _op("select")
     del _op
 
-    def shl(self, a: Operand, n: int) -> Var:
-        return self.e.op("shl", a, imm(a.type, n))
+    def shl(self, a: Operand, n: int | Operand) -> Var:
+        return self.e.op("shl", a, imm(a.type, n) if isinstance(n, int) else n)
 
-    def shr(self, a: Operand, n: int) -> Var:
-        return self.e.op("shr", a, imm(a.type, n))
+    def shr(self, a: Operand, n: int | Operand) -> Var:
+        return self.e.op("shr", a, imm(a.type, n) if isinstance(n, int) else n)
 
     def bitcast(self, a: Operand, to: str) -> Var:
         return self.e.op("bitcast", a, to=to)

@@ -121,7 +121,7 @@ ELEMENTWISE_BINARY = {
 ELEMENTWISE_UNARY = (
     *("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast"),
     *("floor", "ceil", "trunc", "round", "round_half_away"),
-    *("exp2", "log2", "expm1", "log1p"),
+    *("exp2", "log2", "expm1", "log1p", "sin", "cos", "tan"),
 )
 
 

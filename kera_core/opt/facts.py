@@ -54,7 +54,7 @@ NEVER_FAIL = frozenset(
         "set_field", "range", "print", "move_to", "copy_to", "transpose", "broadcast_to",
         "outer", "stack", "where", "clone", "arange", "linspace", "floor", "ceil", "trunc",
         "round", "round_half_away", "copysign", "exp2", "log2", "expm1", "log1p",
-        "hypot",
+        "hypot", "sin", "cos", "tan",
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})

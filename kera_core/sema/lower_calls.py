@@ -33,7 +33,7 @@ BUILTINS: dict[str, tuple[int, str]] = {
     # the exact functions (docs/semantics.md §6.8): floats only, elementwise
     **{n: (1, "unary") for n in ("floor", "ceil", "trunc", "round", "round_half_away")},
     # the elementary functions of docs/semantics.md §6.9: floats only, elementwise
-    **{n: (1, "unary") for n in ("exp2", "log2", "expm1", "log1p")},
+    **{n: (1, "unary") for n in ("exp2", "log2", "expm1", "log1p", "sin", "cos", "tan")},
     **{n: (2, "elementwise") for n in ("minimum", "maximum", "copysign", "hypot")},
     "fma": (3, "elementwise"),
     **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax", "argmin")},
