@@ -109,6 +109,8 @@ class Emitter:
     def mul_i(self, a: Operand, b: Operand) -> Operand:
         if isinstance(a, Imm) and isinstance(b, Imm):
             return imm("i64", _sval(a) * _sval(b))
+        if (isinstance(a, Imm) and a.bits == 0) or (isinstance(b, Imm) and b.bits == 0):
+            return imm("i64", 0)  # the first axis of a flat index: 0 · d + i is i
         if isinstance(b, Imm) and _sval(b) == 1:
             return a
         if isinstance(a, Imm) and _sval(a) == 1:
