@@ -487,7 +487,7 @@ def test_build_report_gives_latency_and_ii(monkeypatch) -> None:
     assert "unit u_f32_add: kera_fp_add, latency 2" in rep
     assert "memory @b5: 32 bits x D0 (result)" in rep
     rep = TARGET.report(m.graph, "saxpy")  # a source loop: sequential
-    assert "loop %it.5 (seq, counted): iteration latency 30 cycles, II 30 (sequential" in rep
+    assert "loop %it.5 (seq, counted): iteration latency 24 cycles, II 24 (sequential" in rep
 
 
 def test_lanes_loops_are_pipelined_at_ii_1() -> None:
@@ -673,3 +673,146 @@ def test_generated_imperative_programs_match_the_interpreter() -> None:
         _check_generated(imperative_programs.render(prog), seed, size)
 
     run()
+
+
+# --- the valid/ready stream wrapper ----------------------------------------------------------
+
+STREAM_KERNELS = [
+    ("saxpy", "saxpy"),  # a scalar and two tensors in; a &mut tensor out
+    ("saxpy", "saxpy_pure"),
+    ("dot", "dot_builtin"),  # a scalar result
+    ("matmul", "matmul_builtin"),  # two-dimensional tensors
+    ("bits", "fnv1a"),
+    ("layernorm", "min_max_scale"),
+    ("particles", "highest"),
+]
+
+
+def _stream_run(module, fn, inputs, dims, seed, max_steps=None, sim="iverilog"):
+    """(outcome, kernel cycles, clock cycles of the whole stream run) through kera_stream."""
+    art = TARGET.lower(module.graph, None, fn)
+    stats: dict = {}
+    outcome, cycles = _cycles(
+        lambda: TARGET.run(
+            art,
+            module.graph,
+            fn,
+            inputs,
+            dims,
+            max_steps=max_steps,
+            provenance=module.provenance,
+            sim=sim,
+            stats=stats,
+            stream=True,
+            stream_seed=seed,
+        )
+    )
+    return outcome, cycles, stats.get("ticks")
+
+
+def _beats(inputs) -> int:
+    n = 0
+    for v in inputs.values():
+        n += sum(np.size(x) for x in (v if isinstance(v, tuple) else (v,)))
+    return n
+
+
+@pytest.mark.parametrize("example,fn", STREAM_KERNELS, ids=[f"{e}.{f}" for e, f in STREAM_KERNELS])
+def test_stream_wrapper_matches_the_interpreter(example: str, fn: str) -> None:
+    """kera_stream (inputs and results as valid/ready streams) in iverilog: the raw result
+    bytes equal the interpreter's, the kernel's cycles equal the host-port run's, without
+    bubbles one beat a cycle (the whole run within the beats + the kernel's cycles + a few
+    cycles per stream), and with random bubbles on the inputs and back-pressure on the
+    results (three seeds) the same results, later."""
+    _need_iverilog()
+    m = _example(example)
+    for adversarial in (False, True):
+        inputs, dims = _generated(m, fn, 3, 7, adversarial)
+        ref, _ = _both(m, fn, inputs, dims)
+        art = TARGET.lower(m.graph, None, fn)
+        run = functools.partial(TARGET.run, art, m.graph, fn, inputs, dims)
+        host, host_cycles = _cycles(functools.partial(run, provenance=m.provenance))
+        assert host == ref
+        got, cycles, ticks = _stream_run(m, fn, inputs, dims, 0)
+        assert got == ref, (fn, adversarial)
+        assert cycles == host_cycles
+        if ref[0] == "ok":  # one beat a cycle: a few cycles per stream besides
+            res = run_function(m, fn, inputs, dims).outputs
+            nres = sum(_beats({0: o.value}) for o in res)
+            nstreams = len(inputs) + len(res)
+            assert ticks <= _beats(inputs) + cycles + nres + 3 * nstreams + 8, (fn, ticks)
+        for seed in (1, 0xC0FFEE, 2**40 + 7):
+            got2, cycles2, ticks2 = _stream_run(m, fn, inputs, dims, seed)
+            assert got2 == ref and cycles2 == host_cycles, (fn, adversarial, seed)
+            assert ticks2 > ticks, (fn, seed, "no bubble or back-pressure happened")
+
+
+def test_stream_wrapper_checked_errors_send_no_results() -> None:
+    """A run that ends in a checked error: `done` with the interpreter's code, no result
+    beats (the test bench fails on any); the step budget too, with back-pressure."""
+    _need_iverilog()
+    m = _module(ERRORS)
+    x = np.arange(4, dtype=np.float32)
+    for i in (3, 4, -1):
+        inputs = {"x": x, "i": np.int64(i)}
+        ref = _outcome(functools.partial(run_function, m, "at", inputs, {"N": 4}))
+        got, _, _ = _stream_run(m, "at", inputs, {"N": 4}, 9)
+        assert got == ref, i
+    assert ref == ("error", "R0001")
+    for steps in (None, 4, 7, 20):
+        ref = _outcome(
+            functools.partial(run_function, m, "spin", {"x": x}, {"N": 4}, max_steps=steps)
+        )
+        got, _, _ = _stream_run(m, "spin", {"x": x}, {"N": 4}, 5, max_steps=steps)
+        assert got == ref, steps
+
+
+def test_stream_wrapper_in_verilator_and_lint(tmp_path) -> None:
+    """The stream test bench in verilator (back-pressure on): the same bytes and cycles as
+    iverilog; verilator --lint-only accepts kera_stream as the top module."""
+    _need_iverilog()
+    _need_verilator()
+    m = _example("matmul")
+    inputs, dims = _generated(m, "matmul_builtin", 3, 7, True)
+    ref = _outcome(lambda: run_function(m, "matmul_builtin", inputs, dims))
+    iv = _stream_run(m, "matmul_builtin", inputs, dims, 77)
+    vl = _stream_run(m, "matmul_builtin", inputs, dims, 77, sim="verilator")
+    assert iv[0] == ref and vl[0] == ref
+    assert iv[1:] == vl[1:]  # kernel cycles and the whole stream run's cycles
+    for example, fn in (("saxpy", "saxpy"), ("particles", "highest")):
+        src = tmp_path / f"{fn}.v"
+        src.write_text(V.artifact_text(_example(example).graph, fn, stream=True))
+        r = subprocess.run(
+            ["verilator", "--lint-only", "-Wno-fatal", "-Wno-WIDTH", "-Wno-UNUSED"]
+            + ["--top-module", "kera_stream", str(src)],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0 and "%Error" not in r.stderr, f"{fn}:\n{r.stderr}"
+
+
+def test_kera_build_and_run_stream(tmp_path, capsys, monkeypatch) -> None:
+    """`kera build --target verilog --stream`: the artifact has kera_stream and its stream
+    table; `kera run --target verilog --stream` prints the interpreter's digests."""
+    _need_iverilog()
+    monkeypatch.setattr(TARGET, "stream", False)
+    saxpy = os.path.join(ROOT, "examples", "saxpy.kera")
+    out = tmp_path / "saxpy.v"
+    assert (
+        main(
+            ["build", saxpy, "--target", "verilog", "--entry", "saxpy", "--stream"]
+            + ["-o", str(out)]
+        )
+        == 0
+    )
+    text = out.read_text()
+    assert "module kera_stream" in text and "// stream m0 (out): memory" in text
+    capsys.readouterr()
+    monkeypatch.setattr(TARGET, "stream", False)
+    args = ["run", saxpy, "--entry", "saxpy_pure", "--dims", "N=5", "--seed", "1"]
+    assert main(args) == 0
+    ref, _ = capsys.readouterr()
+    assert main([*args, "--target", "verilog", "--stream"]) == 0
+    got, err = capsys.readouterr()
+    assert got == ref
+    assert "cycles (iverilog, stream)" in err

@@ -3,18 +3,25 @@ every special-value pair (triple for fma) plus random operands (half near bounda
 through one iverilog simulation per unit, raw result bits compared with the exact reference
 (kera_core/backends/verilog/float_ref.py), which is itself checked against numpy.
 
-KERA_FUZZ_UNITS=N (default 2000) sets the random operands per unit; e.g. 1000000 for the
-big profile."""
+KERA_FUZZ_UNITS=N (default 2000) sets the random operands per unit in iverilog.
+
+The bulk tests (test_unit_bulk_operands) run every unit in verilator through a C++ driver
+(kera_core/backends/verilog/float_bulk.py): KERA_VERILOG_UNITS_COUNT operands per unit
+(default 100,000; KERA_VERILOG_UNITS_FULL=1: 1,000,000; KERA_VERILOG_UNITS_SEED picks
+another set), half near boundaries, compared with numpy vectorised; samples also against
+float_ref and, for fma/div/sqrt, Fractions."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import time
 
 import numpy as np
 import pytest
 
+from kera_core.backends.verilog import float_bulk as B
 from kera_core.backends.verilog import float_ref as R
 from kera_core.backends.verilog import float_units as U
 from kera_core.backends.verilog import float_vectors as V
@@ -67,6 +74,67 @@ def test_pipelined_unit_at_every_latency(name: str, lat: int) -> None:
     exp = U.reference(u, vecs)
     bad = [(v, g, e) for v, g, e in zip(vecs, got, exp, strict=True) if g != e]
     assert not bad, f"{name} L{lat}: {len(bad)} mismatches, first {bad[0]}"
+
+
+FULL = os.environ.get("KERA_VERILOG_UNITS_FULL", "") not in ("", "0")
+BULK = int(os.environ.get("KERA_VERILOG_UNITS_COUNT", "") or (1_000_000 if FULL else 100_000))
+BULK_SEED = int(os.environ.get("KERA_VERILOG_UNITS_SEED", "0"))
+
+
+def _hexes(xs) -> list[str]:
+    return [hex(int(x)) for x in xs]
+
+
+@pytest.mark.parametrize("name", sorted(U.UNITS))
+def test_unit_bulk_operands(name: str) -> None:
+    """BULK random operand vectors (half near boundaries: float_bulk.vectors) and every
+    special-value vector through the unit in verilator (one build per unit, cached on
+    disk), the raw result bits equal to numpy's (Kera's rules on top). The numpy
+    reference is itself checked against float_ref on a sample of 2,000 (1,000 uniform,
+    1,000 near boundaries), and for fma/div/sqrt against a Fraction computation on 300."""
+    why = B.tools_missing()
+    if why:
+        tool_missing(why)
+    u = U.UNITS[name]
+    t0 = time.perf_counter()
+    sp = V.special_vectors(u)
+    rnd = B.vectors(u, BULK, BULK_SEED)
+    ops = [
+        np.concatenate([np.array([v[k] for v in sp], dtype=np.uint64), rnd[k]])
+        for k in range(len(u.inputs))
+    ]
+    n = len(ops[0])
+    stats: dict = {}
+    got = B.simulate(u, ops, stats)
+    exp = B.numpy_reference(u, ops)
+    bad = np.zeros(n, dtype=bool)
+    for g, e in zip(got, exp, strict=True):
+        bad |= g != e
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        v = tuple(int(o[i]) for o in ops)
+        raise AssertionError(
+            f"{name}: {int(bad.sum())} of {n} mismatch; first operands {_hexes(v)}: "
+            f"verilog {_hexes(g[i] for g in got)}, numpy {_hexes(e[i] for e in exp)}, "
+            f"float_ref {_hexes(u.ref(*v))}"
+        )
+    h = len(sp) + BULK // 2
+    pick = np.r_[len(sp) : len(sp) + 1000, h : h + 1000]
+    pick = pick[pick < n]
+    sample = [o[pick] for o in ops]
+    for e, r in zip([x[pick] for x in exp], B.float_ref_reference(u, sample), strict=True):
+        assert np.array_equal(e, r), f"{name}: numpy and float_ref disagree"
+    if u.kind in ("fma", "div", "sqrt"):
+        for j in range(0, len(pick), max(1, len(pick) // 300)):
+            v = tuple(int(o[j]) for o in sample)
+            want = B.fraction_reference(u, v)
+            if want is not None:
+                assert int(exp[0][pick[j]]) == want, f"{name}: Fraction says {_hexes([want])}"
+    print(
+        f"\n{name}: {n} vectors ({BULK} random), 0 mismatches; verilator build "
+        f"{stats['build_s']:.1f} s, run {stats['run_s']:.2f} s ({stats['cycles']} cycles), "
+        f"total {time.perf_counter() - t0:.1f} s"
+    )
 
 
 def _np(f: R.Fmt):

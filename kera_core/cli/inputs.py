@@ -75,15 +75,30 @@ def add_sim_flag(parser) -> None:
         choices=SIMULATORS,
         help="the verilog target's simulator (default: iverilog, or KERA_VERILOG_SIM)",
     )
+    add_stream_flag(parser)
+
+
+def add_stream_flag(parser) -> None:
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="verilog: add the valid/ready stream wrapper kera_stream (run: drive it, with "
+        "random bubbles and back-pressure, instead of the host port)",
+    )
 
 
 def apply_sim(args) -> None:
-    """`--sim NAME`: the simulator the verilog target runs its test bench in."""
+    """`--sim NAME`: the simulator the verilog target runs its test bench in; `--stream`:
+    the verilog artifact has the stream wrapper and runs drive it."""
     sim = getattr(args, "sim", None)
-    if sim is None:
+    stream = getattr(args, "stream", False)
+    if sim is None and not stream:
         return
     from kera_core import targets
 
     t = targets.get("verilog")
     if t is not None:
-        t.sim = sim
+        if sim is not None:
+            t.sim = sim
+        if stream:
+            t.stream = True

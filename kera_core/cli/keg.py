@@ -11,7 +11,14 @@ import sys
 
 from kera_core import targets
 from kera_core.cli.front import _print_diags
-from kera_core.cli.inputs import UsageError, add_isa_flag, apply_isa, read_input
+from kera_core.cli.inputs import (
+    UsageError,
+    add_isa_flag,
+    add_stream_flag,
+    apply_isa,
+    apply_sim,
+    read_input,
+)
 from kera_core.cli.opt import add_build_flags, optimize_for_build
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
@@ -44,6 +51,7 @@ def register(sub) -> None:
         help="also print the target's report on stderr (targets that have one: ptx)",
     )
     add_isa_flag(b)
+    add_stream_flag(b)
     add_build_flags(b)
     b.set_defaults(func=cmd_build)
 
@@ -111,6 +119,7 @@ def _default_output(path: str, suffix: str) -> str:
 
 def cmd_build(args) -> int:
     apply_isa(args)
+    apply_sim(args)
     target = targets.get(check_target(args.target))
     assert target is not None
     out = args.output if args.output is not None else _default_output(args.file, target.suffix)

@@ -18,6 +18,8 @@ from kera_core.ir.provenance import Provenance
 from kera_core.targets import Artifact, register
 from kera_core.targets import run_module as _run_module
 
+STREAM_SEED = 0x5EED  # `kera run --stream`: the test bench's bubbles and back-pressure
+
 
 class VerilogTarget:
     name = "verilog"
@@ -26,6 +28,9 @@ class VerilogTarget:
     )
     suffix = ".v"
     sim: str | None = None  # the simulator `run` uses: iverilog, verilator (None: the default)
+    # `--stream`: the artifact has the valid/ready wrapper `kera_stream` and `run` drives it
+    # (with bubbles and back-pressure) instead of the host port
+    stream: bool = False
 
     per_function = True
     supports_max_steps = True  # every counted loop and while spends the step budget
@@ -44,7 +49,7 @@ class VerilogTarget:
 
     def lower(self, graph: Graph, provenance: Provenance | None, fn: str | None = None) -> Artifact:
         fn = self._check(graph, fn)
-        text = V.artifact_text(graph, fn)
+        text = V.artifact_text(graph, fn, self.stream)
         return Artifact(self.name, text.encode(), graph.fingerprint(), self.suffix, text)
 
     def preview(self, graph: Graph, provenance: Provenance | None, fn: str) -> str:
@@ -77,6 +82,8 @@ class VerilogTarget:
         source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))
         design = V.compiled(graph, fn)
         kw["sim"] = kw.get("sim") or self.sim
+        if self.stream and "stream" not in kw:
+            kw["stream"], kw["stream_seed"] = True, kw.get("stream_seed", STREAM_SEED)
         return testbench.run(design, text, source, fn, inputs, dims, **kw)
 
 

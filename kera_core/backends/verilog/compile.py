@@ -304,9 +304,17 @@ def header(graph: Graph, fn: str, design: Design) -> str:
     return "\n".join(lines) + "\n"
 
 
-def artifact_text(graph: Graph, fn: str) -> str:
+def artifact_text(graph: Graph, fn: str, stream: bool = False) -> str:
+    """The artifact; ``stream``: with the valid/ready wrapper ``kera_stream`` too
+    (stream.py; its streams listed in the header)."""
     d = compiled(graph, fn)
-    return header(graph, fn, d) + d.module + "\n// --- Kera float units ---\n" + d.sources
+    head, wrap = header(graph, fn, d), ""
+    if stream:
+        from .stream import header_lines, wrapper
+
+        head += "".join(f"// {ln}\n" for ln in header_lines(d))
+        wrap = "\n" + wrapper(d)
+    return head + d.module + wrap + "\n// --- Kera float units ---\n" + d.sources
 
 
 _HEAD = re.compile(r"// kera-verilog v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+)\n")

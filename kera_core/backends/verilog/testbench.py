@@ -1,8 +1,9 @@
 """Simulating a kernel: a generated test bench drives ``kera_main`` through its host port
 in iverilog, and the outputs come back as the interpreter's :class:`RunResult`.
 
-The test bench (interface choice: memory preload through the module's own host port, the
-load list read from a file, rather than a streaming interface): it resets the
+The test bench (memory preload through the module's own host port, the load list read
+from a file; ``run(..., stream=True)`` drives the valid/ready wrapper of stream.py
+instead): it resets the
 module, writes every input element and scalar through the host port (one write a cycle:
 ``{host_sel, host_addr, host_wdata}`` read from ``in.hex`` with ``$fscanf``), pulses
 ``start``, clocks until ``done`` (or a cycle cap), then reads every result element and
@@ -246,9 +247,16 @@ def _build_verilator(d: str, key: str) -> str:
     built = os.path.join(d, "obj_dir", "sim")
     if r.returncode != 0 or not os.path.exists(built):
         raise SimError(f"verilator failed:\n{r.stderr[-4000:]}\n{r.stdout[-2000:]}")
+    return publish_build(key, built)
+
+
+def publish_build(key: str, built: str) -> str:
+    """Keep the executable ``built`` in the build cache under ``key`` (atomically: a
+    concurrent build of the same key is as good); the path to run."""
+    root = cache_dir()
     if root is None:
         return built
-    try:  # publish atomically: a concurrent build of the same key is as good
+    try:
         os.makedirs(root, exist_ok=True)
         tmp = tempfile.mkdtemp(dir=root, prefix=".tmp")
         shutil.copy2(built, os.path.join(tmp, "sim"))
@@ -396,8 +404,12 @@ def run(
     max_steps: int | None = None,
     sim: str | None = None,
     stats: dict | None = None,
+    stream: bool = False,
+    stream_seed: int = 0,
 ) -> RunResult:
-    """Run ``fn`` in ``sim`` (default :func:`default_sim`); ``stats`` as :func:`simulate`."""
+    """Run ``fn`` in ``sim`` (default :func:`default_sim`); ``stats`` as :func:`simulate`.
+    ``stream``: through the valid/ready wrapper ``kera_stream`` (stream.py) instead of
+    the host port, with bubbles and back-pressure from ``stream_seed`` (0: none)."""
     sim = sim or default_sim()
     why = tools_missing(sim)
     if why:
@@ -430,7 +442,14 @@ def run(
             else:
                 reads.append((p.sel, 0))
                 plan.append((x, ()))
-    err, cycles, vals = simulate(design, text, dimv, loads, reads, max_steps, sim, stats)
+    if stream:
+        from .stream import simulate as stream_simulate
+
+        err, cycles, vals = stream_simulate(
+            design, text, dimv, loads, reads, max_steps, sim, stats, stream_seed
+        )
+    else:
+        err, cycles, vals = simulate(design, text, dimv, loads, reads, max_steps, sim, stats)
     if err:
         site = design.schedule.sites[err - 1]
         msg = site.message
@@ -467,7 +486,7 @@ def run(
         "io" in fn.type.effects,
     )
     res.cycles = cycles  # type: ignore[attr-defined]
-    res.simulator = sim  # type: ignore[attr-defined]
+    res.simulator = f"{sim}, stream" if stream else sim  # type: ignore[attr-defined]
     return res
 
 
