@@ -1,5 +1,3 @@
-import sys
+from kera_core.cli import entry_point
 
-from kera_core.cli import main
-
-sys.exit(main())
+entry_point()

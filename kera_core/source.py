@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 
 def decode(data: str | bytes) -> str:
@@ -55,16 +56,20 @@ def _char_utf16_len(ch: str) -> int:
     return 2 if ord(ch) >= 0x10000 else 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Span:
     """A half-open byte range ``[start, end)`` in one document."""
 
     start: int
     end: int
 
-    def __post_init__(self) -> None:
-        if self.start < 0 or self.end < self.start:
-            raise ValueError(f"bad span {self.start}..{self.end}")
+    def __init__(self, start: int, end: int) -> None:
+        # Frozen: the fields are set through their slot descriptors (what the generated
+        # ``__init__`` does through ``object.__setattr__``, at a third of the cost).
+        if start < 0 or end < start:
+            raise ValueError(f"bad span {start}..{end}")
+        _set_start(self, start)
+        _set_end(self, end)
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -79,7 +84,23 @@ class Span:
         return Span(self.start + delta, self.end + delta)
 
 
+_set_start = Span.start.__set__  # type: ignore[attr-defined]
+_set_end = Span.end.__set__  # type: ignore[attr-defined]
+
+
 _LINE_END = re.compile(r"\r\n?|\n")
+_LINE_END_BYTES = re.compile(rb"\r\n?|\n")
+_PLUS_ONE = (1).__add__
+_MINUS_ONE = (-1).__add__
+
+
+def _strict_utf8(text: str) -> bytes | None:
+    """``text`` as UTF-8, or None when it holds a lone surrogate (then :func:`encode`, and
+    so :func:`utf8_len`, of a piece can differ from a slice of the whole)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 class LineIndex:
@@ -97,21 +118,29 @@ class LineIndex:
         ascii_only = text.isascii()
         self._ascii = ascii_only
         if "\r" not in text:
-            pos = 0
-            while True:
-                nl = text.find("\n", pos)
-                if nl < 0:
-                    break
-                self._line_ends_char.append(nl)
-                self._line_starts_char.append(nl + 1)
-                pos = nl + 1
+            # Line k ends at c_k - 1 and line k+1 starts at c_k, where c_k sums the lengths
+            # of lines 0..k plus their "\n": computed in C (split, map, accumulate).
+            ends = list(accumulate(map(_PLUS_ONE, map(len, text.split("\n")))))
+            self._line_starts_char += ends[:-1]
+            self._line_ends_char = list(map(_MINUS_ONE, ends[:-1]))
         else:  # LSP: only \n, \r\n and \r end lines (not \f, U+2028 or other separators)
             for m in _LINE_END.finditer(text):
                 self._line_ends_char.append(m.start())
                 self._line_starts_char.append(m.end())
         self._line_ends_char.append(len(text))
+        self.len_bytes = len(text)
         if ascii_only:
             self._line_starts_byte = list(self._line_starts_char)
+        elif (data := _strict_utf8(text)) is not None:
+            self.len_bytes = len(data)
+            # Line breaks are single bytes that no other character's UTF-8 contains: the
+            # byte starts are where the same pattern matches in the encoded text.
+            if b"\r" not in data:
+                starts = [0, *accumulate(map(_PLUS_ONE, map(len, data.split(b"\n"))))]
+                starts.pop()
+            else:
+                starts = [0] + [m.end() for m in _LINE_END_BYTES.finditer(data)]
+            self._line_starts_byte = starts
         else:
             starts = [0]
             prev = 0
@@ -121,7 +150,7 @@ class LineIndex:
                 starts.append(acc)
                 prev = c
             self._line_starts_byte = starts
-        self.len_bytes = utf8_len(text)
+            self.len_bytes = utf8_len(text)
 
     @property
     def line_count(self) -> int:

@@ -38,6 +38,7 @@ from kera_core.sema.env import FnSig
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.ownership import check_function_guarded
 from kera_core.source import LineIndex, Span, encode, utf8_len
+from kera_core.stack import deep_recursion
 from kera_core.syntax.parse import Parse, parse
 from kera_core.syntax.reparse import TextEdit, apply_edit, reparse
 
@@ -347,7 +348,8 @@ class Document:
             timings["lower"] = t1 - t0
             if module is not None:
                 diags += module.diagnostics
-                diags += self._check_ownership(module, p)
+                with deep_recursion(quiet_gc=True):  # no cyclic GC passes meanwhile
+                    diags += self._check_ownership(module, p)
                 timings["ownership"] = time.perf_counter() - t1
         diags = reported(diags)
         a = Analysis(self.uri, self.version, self.text, h, p, module, diags, timings)

@@ -150,3 +150,17 @@ def test_render_never_fails_on_odd_input():
     assert "K0001" in render(d, text)
     d = error("K0106", Span(len(text.encode("utf-8", "surrogateescape")), 9999), "at end")
     assert "K0106" in render(d, text)
+
+
+def test_python_m_kera_core_flushes_output_and_exit_code_before_its_fast_exit(tmp_path):
+    """`kera check` ends the process right after flushing (no interpreter teardown): its
+    report and status are still all there, through a pipe too."""
+    bad = tmp_path / "bad.kera"
+    bad.write_text("fn f() -> i64 { y }\n")
+    cmd = [sys.executable, "-m", "kera_core", "check", str(SAXPY), str(bad)]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1
+    assert "K0201" in r.stderr and r.stdout == "checked 2 files: errors found\n"
+    json_cmd = [*cmd[:4], "--format", "json", *cmd[4:]]
+    r = subprocess.run(json_cmd, capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1 and json.loads(r.stdout)[0]["code"] == "K0201"

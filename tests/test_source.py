@@ -80,3 +80,32 @@ def test_every_char_boundary_round_trips(text):
         assert idx.char_to_byte(i) == off
         assert idx.byte_to_char(off) == i
     assert idx.len_bytes == len(raw)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "é", "😀", "\n", "\r", "\r\n", "\u2028", " ", "\udc80", "\ud800"]),
+        max_size=40,
+    ).map("".join)
+)
+def test_line_starts_match_a_line_by_line_reference(text):
+    """The line tables (built with C-level splits, on the encoded text when it has no lone
+    surrogate) are those of the rule itself: lines end at \\n, \\r\\n and \\r, and a byte
+    start is the sum of the UTF-8 lengths of the lines before it."""
+    idx = LineIndex(text)
+    starts, ends = [0], []
+    i = 0
+    while i < len(text):
+        if text[i] in "\r\n":
+            ends.append(i)
+            i += 2 if text[i : i + 2] == "\r\n" else 1
+            starts.append(i)
+        else:
+            i += 1
+    ends.append(len(text))
+    assert idx._line_starts_char == starts
+    assert idx._line_ends_char == ends
+    # byte starts: the UTF-8 lengths of the lines before, each line encoded on its own
+    pieces = [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    assert idx._line_starts_byte == [sum(map(utf8_len, pieces[:k])) for k in range(len(starts))]
+    assert idx.len_bytes == utf8_len(text)

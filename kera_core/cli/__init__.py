@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from kera_core import __version__
@@ -29,7 +30,11 @@ def _command_modules() -> list:
     return [front, graph, keg, opt, run, lsp, demo]
 
 
+_fast_exit = False  # set by main when a command that allows it (``fast_exit``) finished
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _fast_exit
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.command is None:
@@ -37,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with deep_recursion():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        _fast_exit = getattr(args, "fast_exit", False)
+        return code
     except UsageError as e:
         print(f"kera: error: {e}", file=sys.stderr)
         return 2
@@ -50,5 +57,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry_point() -> None:
+    """The ``kera`` executable: :func:`main`, then exit with its status.
+
+    A command that only reads files and prints (``check``, ``parse``, ``fmt``, ``graph``,
+    ``fingerprint``: ``set_defaults(fast_exit=True)``) ends the process right after
+    flushing its output: the interpreter's teardown would free, one by one, every tree
+    and graph of a big file — a tenth of `kera check`'s time on 20k lines.
+    """
+    code = main()
+    if _fast_exit:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # a closed pipe: let the normal exit report what it reports
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry_point()

@@ -16,19 +16,19 @@ def register(sub) -> None:
     p = sub.add_parser("parse", help="parse a file; print diagnostics (and the tree with --tree)")
     p.add_argument("file", help="a .kera file, or - for stdin")
     p.add_argument("--tree", action="store_true", help="print the lossless syntax tree")
-    p.set_defaults(func=cmd_parse)
+    p.set_defaults(func=cmd_parse, fast_exit=True)
 
     f = sub.add_parser("fmt", help="format files (print, --check or --write)")
     f.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
     g = f.add_mutually_exclusive_group()
     g.add_argument("--check", action="store_true", help="exit 1 if a file is not formatted")
     g.add_argument("--write", action="store_true", help="rewrite files in place")
-    f.set_defaults(func=cmd_fmt)
+    f.set_defaults(func=cmd_fmt, fast_exit=True)
 
     c = sub.add_parser("check", help="report diagnostics of every stage")
     c.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
     c.add_argument("--format", choices=["text", "json"], default="text")
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=cmd_check, fast_exit=True)
 
 
 def _print_diags(diags, text: str, path: str) -> None:

@@ -15,7 +15,7 @@ def register(sub) -> None:
         "fingerprint", help="print the graph hash and one hash per exported function"
     )
     f.add_argument("file", help="a .kera file, or - for stdin")
-    f.set_defaults(func=cmd_fingerprint)
+    f.set_defaults(func=cmd_fingerprint, fast_exit=True)
 
     g = sub.add_parser("graph", help="show the graph: nodes, types, inputs, attributes")
     g.add_argument("file", help="a .kera file, or - for stdin")
@@ -23,7 +23,7 @@ def register(sub) -> None:
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="JSON for tools")
     fmt.add_argument("--dot", action="store_true", help="Graphviz DOT")
-    g.set_defaults(func=cmd_graph)
+    g.set_defaults(func=cmd_graph, fast_exit=True)
 
 
 def cmd_fingerprint(args) -> int:

@@ -28,6 +28,44 @@ def digest(domain: str, data: bytes) -> bytes:
     return hashlib.sha3_256(DOMAINS[domain] + data).digest()
 
 
+BYTE = [bytes((i,)) for i in range(256)]
+"""``BYTE[i] == bytes((i,))``, shared: a small ``uvar`` or a ``u8`` is one list index."""
+
+
+def uvar_bytes(v: int) -> bytes:
+    """The unsigned LEB128 encoding of ``v``."""
+    if v < 0x80:
+        if v < 0:
+            raise ValueError("uvar must be non-negative")
+        return BYTE[v]
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            break
+    return bytes(out)
+
+
+_STR_BYTES: dict[str, bytes] = {}
+_STR_BYTES_MAX = 4096
+
+
+def str_bytes(s: str) -> bytes:
+    """``Writer.str``'s encoding of ``s`` (a ``uvar`` length, then UTF-8), memoised for the
+    short strings that recur (opcode names, attribute keys)."""
+    b = _STR_BYTES.get(s)
+    if b is None:
+        e = encode(s)
+        b = uvar_bytes(len(e)) + e
+        if len(s) <= 64 and len(_STR_BYTES) < _STR_BYTES_MAX:
+            _STR_BYTES[s] = b
+    return b
+
+
 class Writer:
     __slots__ = ("_parts",)
 
@@ -35,21 +73,10 @@ class Writer:
         self._parts: list[bytes] = []
 
     def u8(self, v: int) -> None:
-        self._parts.append(bytes((v,)))
+        self._parts.append(BYTE[v] if 0 <= v < 256 else bytes((v,)))  # bytes() reports a bad v
 
     def uvar(self, v: int) -> None:
-        if v < 0:
-            raise ValueError("uvar must be non-negative")
-        out = bytearray()
-        while True:
-            b = v & 0x7F
-            v >>= 7
-            if v:
-                out.append(b | 0x80)
-            else:
-                out.append(b)
-                break
-        self._parts.append(bytes(out))
+        self._parts.append(BYTE[v] if 0 <= v < 0x80 else uvar_bytes(v))
 
     def svar(self, v: int) -> None:
         self.uvar((v << 1) if v >= 0 else ((-v << 1) - 1))
@@ -62,7 +89,7 @@ class Writer:
         self._parts.append(b)
 
     def str(self, s: str) -> None:
-        self.bytes(encode(s))
+        self._parts.append(str_bytes(s))
 
     def f64(self, v: float) -> None:
         self._parts.append(struct.pack("<d", v))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kera_core.ir.encoding import SCHEMA_VERSION, Writer, digest
+from kera_core.ir.encoding import BYTE, SCHEMA_VERSION, Writer, digest, str_bytes, uvar_bytes
 from kera_core.ir.types import FnType, Type
 
 AttrValue = int | str | bool | bytes | Type | tuple
@@ -22,29 +22,33 @@ class Value(NamedTuple):
     index: int = 0
 
 
-def _encode_attr(w: Writer, v: AttrValue) -> None:
+def _attr_parts(parts: list[bytes], v: AttrValue) -> None:
+    """Append an attribute value's encoding (docs/graph.md: a tag byte, then the value)."""
     if isinstance(v, bool):
-        w.u8(3)
-        w.u8(1 if v else 0)
+        parts.append(b"\x03\x01" if v else b"\x03\x00")
     elif isinstance(v, int):
-        w.u8(1)
-        w.svar(v)
+        parts.append(b"\x01")
+        parts.append(uvar_bytes((v << 1) if v >= 0 else ((-v << 1) - 1)))
     elif isinstance(v, str):
-        w.u8(2)
-        w.str(v)
+        parts.append(b"\x02")
+        parts.append(str_bytes(v))
     elif isinstance(v, bytes):
-        w.u8(4)
-        w.bytes(v)
-    elif isinstance(v, Type):
-        w.u8(5)
-        v.encode(w)
+        parts.append(b"\x04")
+        parts.append(uvar_bytes(len(v)))
+        parts.append(v)
     elif isinstance(v, tuple):
-        w.u8(6)
-        w.uvar(len(v))
+        parts.append(b"\x06")
+        parts.append(uvar_bytes(len(v)))
         for x in v:
-            _encode_attr(w, x)
+            _attr_parts(parts, x)
+    elif isinstance(v, Type):
+        parts.append(b"\x05")
+        parts.append(v.canonical)
     else:  # pragma: no cover - builder bug
         raise TypeError(f"unsupported attribute value {v!r}")
+
+
+_HEAD = uvar_bytes(SCHEMA_VERSION)
 
 
 class Node:
@@ -67,24 +71,27 @@ class Node:
         self.hash = digest("node", self.canonical())
 
     def canonical(self) -> bytes:
-        w = Writer()
-        w.uvar(SCHEMA_VERSION)
-        w.str(self.op)
-        w.uvar(len(self.types))
-        for t in self.types:
-            t.encode(w)
-        w.uvar(len(self.inputs))
-        for v in self.inputs:
-            w.raw(v.node)
-            w.uvar(v.index)
-        w.uvar(len(self.attrs))
-        for k, v in self.attrs:
-            w.str(k)
-            _encode_attr(w, v)
-        w.uvar(len(self.regions))
-        for r in self.regions:
-            w.raw(r)
-        return w.getvalue()
+        # The layout of docs/graph.md, as one list of parts (each type's encoding is
+        # cached on the type, small integers are shared one-byte objects).
+        types = self.types
+        inputs = self.inputs
+        attrs = self.attrs
+        regions = self.regions
+        parts = [_HEAD, str_bytes(self.op), uvar_bytes(len(types))]
+        for t in types:
+            parts.append(t.canonical)
+        parts.append(uvar_bytes(len(inputs)))
+        for v in inputs:
+            parts.append(v.node)
+            i = v.index
+            parts.append(BYTE[i] if 0 <= i < 0x80 else uvar_bytes(i))
+        parts.append(uvar_bytes(len(attrs)))
+        for k, v in attrs:
+            parts.append(str_bytes(k))
+            _attr_parts(parts, v)
+        parts.append(uvar_bytes(len(regions)))
+        parts += regions
+        return b"".join(parts)
 
     def attr(self, key: str, default: AttrValue | None = None) -> AttrValue | None:
         for k, v in self.attrs:

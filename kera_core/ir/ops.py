@@ -24,6 +24,7 @@ from kera_core.ir.types import (
     Struct,
     Tensor,
     Type,
+    dim_names_for_display,
     display_dim,
     strip_ref,
 )
@@ -69,6 +70,22 @@ def infer(name: str, inputs: tuple[Type, ...], attrs: dict) -> tuple[Type, ...]:
     if spec.arity is not None and len(inputs) != spec.arity:
         raise TypeRuleError(f"`{name}` takes {spec.arity} operand(s), got {len(inputs)}", "K0303")
     return spec.rule(inputs, attrs)
+
+
+def infer_named(
+    name: str, inputs: tuple[Type, ...], attrs: dict, dim_names: tuple[str, ...]
+) -> tuple[Type, ...]:
+    """:func:`infer` with ``dim_names`` spelling symbolic dimensions in its error messages.
+
+    A type rule is a pure function of its inputs that reads the display names only to
+    word a failure, so it runs bare, and again with the names set only when it fails: the
+    common path pays no context switch."""
+    try:
+        return infer(name, inputs, attrs)
+    except TypeRuleError:
+        pass
+    with dim_names_for_display(dim_names):
+        return infer(name, inputs, attrs)
 
 
 # --- shape helpers -------------------------------------------------------------

@@ -23,10 +23,10 @@ class FnProvenance:
     doc: str = ""
     # (node, span) pairs already recorded: a node shared by many sites (a constant used on
     # every line) would otherwise make each add a scan of its span list
-    _recorded: set[tuple[bytes, Span]] = field(default_factory=set, repr=False, compare=False)
+    _recorded: set[tuple[bytes, int, int]] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, node_hash: bytes, rel: Span) -> None:
-        key = (node_hash, rel)
+        key = (node_hash, rel.start, rel.end)  # ints hash in C, a Span in Python
         if key in self._recorded:
             return
         self._recorded.add(key)

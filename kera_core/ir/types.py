@@ -11,11 +11,9 @@ provenance table.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cached_property
 
 from kera_core.ir.encoding import Writer, digest
 
@@ -41,26 +39,51 @@ def dim_names_for_display(names: tuple[str, ...]):
         DISPLAY_DIMS.reset(token)
 
 
-class Type(ABC):
-    """Base of all types. Subclasses are frozen dataclasses."""
+class _once:
+    """A computed attribute stored in the instance's ``__dict__`` on first read (later reads
+    are plain dictionary hits): ``functools.cached_property`` without its lock, for pure
+    values that two threads may at worst compute twice."""
 
-    @abstractmethod
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+class Type:
+    """Base of all types. Subclasses are frozen dataclasses.
+
+    Not an ``abc.ABC``: ``isinstance(t, Tensor)`` runs on every lowered expression, and an
+    ``ABCMeta`` class answers it through a Python-level ``__instancecheck__``. The two
+    methods every subclass defines raise here instead.
+    """
+
     def encode(self, w: Writer) -> None:
         """Append the canonical encoding (docs/graph.md) to ``w``."""
+        raise NotImplementedError(type(self).__name__)
 
-    @cached_property
+    @_once
     def canonical(self) -> bytes:
         w = Writer()
         self.encode(w)
         return w.getvalue()
 
-    @cached_property
+    @_once
     def hash(self) -> bytes:
         return digest("type", self.canonical)
 
-    @abstractmethod
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
         """The type as a user writes it, symbolic dimensions spelled with ``dim_names``."""
+        raise NotImplementedError(type(self).__name__)
 
     def __str__(self) -> str:
         return self.display(DISPLAY_DIMS.get())

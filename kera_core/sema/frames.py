@@ -64,7 +64,7 @@ class Val:
 
     @property
     def is_err(self) -> bool:
-        return isinstance(self.type, ErrorType)
+        return type(self.type) is ErrorType  # isinstance: ErrorType has no subclass
 
 
 ERR_VAL = Val(None, ERR)

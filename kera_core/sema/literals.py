@@ -160,9 +160,27 @@ def decimal_value(text: str) -> Fraction | float:
 _BITS_PER_DIGIT = {16: 4, 8: 3, 2: 1}
 
 
+_FLOAT_BITS: dict[tuple[str, str, bool], int] = {}  # (body, type name, negate) -> bits
+_FLOAT_BITS_MAX = 16384
+
+
 def float_bits(body: str, p: Prim, negate: bool = False) -> int:
     """Bits of a number literal's body — decimal, or a `0x`/`0o`/`0b` integer — rounded
-    once to ``p`` (ties to even), negated first with ``negate``."""
+    once to ``p`` (ties to even), negated first with ``negate``.
+
+    Memoised (a pure function of its arguments; exact rounding through fractions costs
+    tens of microseconds, and the same literals recur on every line and every edit)."""
+    key = (body, p.name, negate)
+    bits = _FLOAT_BITS.get(key)
+    if bits is None:
+        bits = _float_bits(body, p, negate)
+        if len(_FLOAT_BITS) >= _FLOAT_BITS_MAX:
+            _FLOAT_BITS.clear()
+        _FLOAT_BITS[key] = bits
+    return bits
+
+
+def _float_bits(body: str, p: Prim, negate: bool) -> int:
     base, digits = int_digits(body)
     exact: Fraction | float
     if base == 10:

@@ -26,7 +26,6 @@ from kera_core.ir.types import (
     Tensor,
     Type,
     Unit,
-    dim_names_for_display,
     elem_of,
     strip_ref,
 )
@@ -105,8 +104,8 @@ def _own_target(n) -> str | None:
         target = ast.RefExpr(n).operand
     while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
         target = target.inner if isinstance(target, ast.ParenExpr) else target.base
-    if isinstance(target, ast.PathExpr) and target.name is not None:
-        return target.name.text
+    if isinstance(target, ast.PathExpr):
+        return target.name_text
     return None
 
 
@@ -121,6 +120,8 @@ def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...
     the answer depends only on a subtree's text), so nested regions — an `else if`
     ladder — do not re-walk what their parents already walked.
     """
+    if not node.green.kinds_below() & _CHANGERS:
+        return _NONE  # no assignment and no `&mut` below: a subtree skipped whole
     memo = {} if memo is None else memo
     stack: list[tuple[object, bool]] = [(node, False)]
     while stack:
@@ -130,11 +131,17 @@ def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...
             continue
         if not done:
             stack.append((n, True))
-            stack.extend((c, False) for c in n.children() if id(c.green) not in memo)
+            stack.extend(
+                (c, False)
+                for c in n.children()
+                if c.green.kinds_below() & _CHANGERS and id(c.green) not in memo
+            )
             continue
         own = _own_target(n)
         names: tuple[str, ...] = (own,) if own is not None else _NONE
         for c in n.children():
+            if not c.green.kinds_below() & _CHANGERS:
+                continue
             sub = memo[id(c.green)][1]
             if not sub:
                 continue
@@ -144,6 +151,21 @@ def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...
                 names = names + tuple(x for x in sub if x not in names)
         memo[key] = (n.green, names)  # the green is kept alive so its id stays unique
     return memo[id(node.green)][1]
+
+
+_CHANGERS = (1 << K.ASSIGN_EXPR) | (1 << K.REF_EXPR)  # the nodes `_own_target` looks at
+
+# Constant and parameter nodes by what they are made of: a node is a pure function of its
+# contents (never changed once made), and these recur on every line of every function.
+_LEAVES: dict[tuple, Node] = {}
+_LEAVES_MAX = 65536
+
+
+def _leaf(key: tuple, node: Node) -> Node:
+    if len(_LEAVES) >= _LEAVES_MAX:
+        _LEAVES.clear()
+    _LEAVES[key] = node
+    return node
 
 
 class FnLowering(ControlFlow, Calls, Exits):
@@ -180,8 +202,10 @@ class FnLowering(ControlFlow, Calls, Exits):
     # --- nodes -----------------------------------------------------------------------
     def add(self, node: Node, span: Span | None) -> Node:
         node = self.nodes.setdefault(node.hash, node)
-        if span is not None and self.sig.span.covers(span):  # a constant's own span is elsewhere
-            self.prov.add(node.hash, span.shifted(-self.base))
+        if span is not None:
+            fn = self.sig.span
+            if fn.start <= span.start and span.end <= fn.end:  # a constant's is elsewhere
+                self.prov.add(node.hash, span.shifted(-self.base))
         return node
 
     def op(self, name: str, args: list[Val], span: Span, attrs: dict | None = None) -> Val:
@@ -191,19 +215,26 @@ class FnLowering(ControlFlow, Calls, Exits):
         if any(a.value is None for a in args):
             return self.err("K0301", span, f"`{name}` cannot take a `()` operand")
         try:
-            with dim_names_for_display(self.sig.dim_names):
-                types = ops.infer(name, tuple(a.type for a in args), attrs)
+            types = ops.infer_named(name, tuple([a.type for a in args]), attrs, self.sig.dim_names)
         except ops.TypeRuleError as e:
             return self.err(e.code, span, str(e))
         node = self.add(Node(name, tuple(a.value for a in args), types, attrs), span)  # type: ignore[misc]
         return Val(node.out(0), types[0])
 
     def const(self, t: Prim, value: int, span: Span | None) -> Val:
-        node = self.add(Node("const", (), (t,), {"type": t, "value": value}), span)
+        key = ("const", t, value, type(value))  # 1 and True are equal keys, not equal attrs
+        node = _LEAVES.get(key)
+        if node is None:
+            node = _leaf(key, Node("const", (), (t,), {"type": t, "value": value}))
+        node = self.add(node, span)
         return Val(node.out(0), t)
 
     def param(self, index: int, t: Type) -> Value:
-        return self.add(Node("param", (), (t,), {"index": index, "type": t}), None).out(0)
+        key = ("param", t, index, type(index))
+        node = _LEAVES.get(key)
+        if node is None:
+            node = _leaf(key, Node("param", (), (t,), {"index": index, "type": t}))
+        return self.add(node, None).out(0)
 
     # --- frames ------------------------------------------------------------------------
     def lookup(self, name: str, frame: Frame | None = None) -> Binding | None:
@@ -320,19 +351,21 @@ class FnLowering(ControlFlow, Calls, Exits):
             top.scopes[0][TOKEN_VAR] = Binding(
                 TOKEN_VAR, Val(self.param(0, TOKEN), TOKEN), True, sig.span
             )
+        params = fn.params
         for i, (name, t) in enumerate(zip(sig.param_names, sig.type.params, strict=True)):
             idx = len(top.params)
             top.params.append(t)
-            p = fn.params[i]
+            p = params[i]
             mutable = p.is_mut or (isinstance(t, Ref) and t.mutable)
             span = p.name.span if p.name else p.span
             val = Val(self.param(idx, t), strip_ref(t) if isinstance(t, Ref) and t.mutable else t)
             if name in top.scopes[0]:
                 self.err("K0206", span, f"parameter `{name}` is declared twice")
             top.scopes[0][name] = Binding(name, val, mutable, span, "param")
+        dim_params = fn.dim_params if sig.dim_names else []
         for i, name in enumerate(sig.dim_names):
             top.scopes[0].setdefault(
-                name, Binding(name, Val(None, I64), False, fn.dim_params[i].span, "dim")
+                name, Binding(name, Val(None, I64), False, dim_params[i].span, "dim")
             )
             del i
         body = fn.body
@@ -404,8 +437,20 @@ class FnLowering(ControlFlow, Calls, Exits):
         """Drop nodes and regions that no yield reaches (reads made only for a diagnostic)."""
         g = Graph()
         g.nodes, g.regions = self.nodes, self.regions
-        keep_regions = list(g.all_regions(root))
-        keep_nodes = {n.hash: n for r in keep_regions for n in g.region_nodes(r)}
+        # ``Graph.all_regions`` order, each region's nodes walked once
+        keep_regions: list[bytes] = []
+        keep_nodes: dict[bytes, Node] = {}
+        stack = [root]
+        seen: set[bytes] = set()
+        while stack:
+            r = stack.pop()
+            if r in seen:
+                continue
+            seen.add(r)
+            keep_regions.append(r)
+            for n in g.region_nodes(r):
+                keep_nodes[n.hash] = n
+                stack.extend(reversed(n.regions))
         self.nodes = keep_nodes
         self.regions = {r: self.regions[r] for r in keep_regions}
         for h in list(self.prov.node_spans):
@@ -424,14 +469,16 @@ class FnLowering(ControlFlow, Calls, Exits):
     def let(self, st: ast.LetStmt) -> None:
         assert self.frame is not None
         declared = self.resolve_type(st.type)
-        name = st.name.text if st.name else None
-        if st.init is None:
+        ref = st.name
+        name = ref.text if ref else None
+        init = st.init
+        if init is None:
             self.err("K0315", st.span, "a `let` needs an initial value: `let x = …;`")
             val = ERR_VAL
         else:
-            val = self.expr(st.init, declared)
+            val = self.expr(init, declared)
             if declared is not None and not val.is_err:
-                if not self.check_type(declared, val, st.init.span, "value"):
+                if not self.check_type(declared, val, init.span, "value"):
                     val = ERR_VAL
             if declared is not None and val.is_err:
                 val = Val(None, ERR)
@@ -439,7 +486,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             return
         if val.value is None and not val.is_err and isinstance(val.type, Unit):
             pass
-        self.frame.scopes[-1][name] = Binding(name, val, st.is_mut, st.name.span)  # type: ignore[union-attr]
+        self.frame.scopes[-1][name] = Binding(name, val, st.is_mut, ref.span)  # type: ignore[union-attr]
         if val.value is not None:
             self.prov.node_names.setdefault(val.value.node, name)
 
@@ -453,11 +500,11 @@ class FnLowering(ControlFlow, Calls, Exits):
         """The type ``e`` will have, when that is evident without lowering it (no nodes made)."""
         if isinstance(e, ast.ParenExpr | ast.PrefixExpr):
             return self.peek_type(e.inner if isinstance(e, ast.ParenExpr) else e.operand)
-        if isinstance(e, ast.PathExpr) and e.name is not None:
+        if isinstance(e, ast.PathExpr) and (name := e.name_text) is not None:
             f = self.frame
             b = None
             while f is not None and b is None:
-                b = f.lookup_local(e.name.text)
+                b = f.lookup_local(name)
                 f = f.parent
             if b is not None and b.kind != "dim" and not b.val.is_err:
                 return strip_ref(b.val.type)
@@ -555,11 +602,17 @@ class FnLowering(ControlFlow, Calls, Exits):
     def expr(self, e: ast.Expr | None, expected: Type | None) -> Val:
         if e is None:
             return ERR_VAL  # the parser already reported the missing expression
-        method = getattr(self, "e_" + type(e).__name__, None)
-        if method is None:  # pragma: no cover - every Expr class has a method
+        key = (type(self), type(e))
+        method = _E_METHODS.get(key)
+        if method is None:
+            method = _E_METHODS[key] = getattr(key[0], "e_" + key[1].__name__, False)
+        if method is False:  # pragma: no cover - every Expr class has a method
             return self.err("K0315", e.span, f"unsupported expression `{e.syntax}`")
-        v = method(e, expected)
-        self.expr_types[(e.span.start, e.span.end, e.syntax.kind)] = v.type
+        v = method(self, e, expected)
+        syntax = e.syntax
+        start = syntax.offset  # the key is (e.span.start, e.span.end, kind)
+        green = syntax.green
+        self.expr_types[(start, start + green.text_len, green.kind)] = v.type
         return v
 
     def e_ConstPath(self, e: ast.ConstPath, expected):
@@ -643,11 +696,12 @@ class FnLowering(ControlFlow, Calls, Exits):
         return self.const(t, v, e.span)
 
     def e_PathExpr(self, e: ast.PathExpr, expected):
-        name = e.name.text if e.name else ""
+        ref = e.name
+        name = ref.text if ref else ""
         b = self.lookup(name)
         if b is not None:
-            if e.name is not None:
-                self.uses.append(Use(e.name.span, b.kind, b.span, name))
+            if ref is not None:
+                self.uses.append(Use(ref.span, b.kind, b.span, name))
             if b.kind == "dim":
                 node = self.add(
                     Node("dim", (), (I64,), {"index": self.sig.dim_names.index(name)}), e.span
@@ -696,7 +750,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         exp = None if name in COMPARISONS or name in ("land", "lor") else expected
         if name in ("land", "lor"):
             exp = BOOL
-        lhs, rhs = self.pair(e.lhs, e.rhs, exp)
+        lhs, rhs = self.pair(*e.operands, exp)
         return self.op(name, [lhs, rhs], e.span)
 
     def pair(
@@ -814,8 +868,11 @@ class FnLowering(ControlFlow, Calls, Exits):
         return self.op("struct", [given[f] for f, _ in t.fields], e.span, {"type": t})
 
     def e_RangeExpr(self, e: ast.RangeExpr, expected):
-        lo, hi = self.pair(e.lhs, e.rhs, I64)
+        lo, hi = self.pair(*e.operands, I64)
         return self.op("range", [lo, hi], e.span, {"inclusive": e.inclusive})
+
+
+_E_METHODS: dict[tuple[type, type], object] = {}  # (lowering, AST class) -> e_<class> or False
 
 
 def is_tensor(t: Type) -> bool:

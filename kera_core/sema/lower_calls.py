@@ -14,7 +14,6 @@ from kera_core.ir.types import (
     Tensor,
     Type,
     Unit,
-    dim_names_for_display,
     elem_of,
     strip_ref,
     substitute,
@@ -78,11 +77,12 @@ class Calls:
             else:
                 hint = f"and there is no function `{m}`"
             return self.err("K0112", e.span, f"methods are not in Kera (`.{m}()`): {hint}")
-        if not isinstance(callee, ast.PathExpr) or callee.name is None:
+        ref = callee.name if isinstance(callee, ast.PathExpr) else None
+        if ref is None:
             return self.err("K0315", e.span, "only named functions can be called")
-        name = callee.name.text
+        name = ref.text
         if name in self.env.fns:
-            self.uses.append(Use(callee.name.span, "fn", name=name))
+            self.uses.append(Use(ref.span, "fn", name=name))
             return self.user_call(e, self.env.fns[name])
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
@@ -123,8 +123,7 @@ class Calls:
         if any(a.is_err or a.value is None for a in args):
             return None
         try:
-            with dim_names_for_display(self.sig.dim_names):
-                types = ops.infer(op, (TOKEN, *(a.type for a in args)), attrs)
+            types = ops.infer_named(op, (TOKEN, *(a.type for a in args)), attrs, self.sig.dim_names)
         except ops.TypeRuleError as ex:
             self.err(ex.code, span, str(ex))
             return None
@@ -232,10 +231,12 @@ class Calls:
     def unify(self, pt: Type, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int) -> bool:
         """Match an argument type against a parameter type, binding symbolic dimensions."""
         pname = sig.param_names[i]
-        p_ast = sig.ast.params[i]
-        related = (Related(p_ast.span, f"parameter `{pname}` is declared here"),)
+
+        def declared() -> tuple[Related, ...]:  # made only for a diagnostic
+            return (Related(sig.ast.params[i].span, f"parameter `{pname}` is declared here"),)
 
         def mismatch(extra: str = "", fix=None) -> bool:
+            related = declared()
             self.err(
                 "K0301",
                 arg.span,
@@ -283,7 +284,7 @@ class Calls:
                         f"dimension `{sig.dim_names[pd.index]}` of `{sig.name}` is "
                         f"{display_dim(bound, self.sig.dim_names)} from an earlier argument, "
                         f"but `{pname}` gives {display_dim(ad, self.sig.dim_names)}",
-                        related=related,
+                        related=declared(),
                     )
                     return False
             return True

@@ -37,7 +37,7 @@ class ControlFlow:
         if op is None:
             return ERR_VAL
         compound = COMPOUND.get(op.kind)
-        rhs = e.rhs
+        lhs, rhs = e.operands
 
         def value(current: Val, target_type) -> Val:
             if compound is None:
@@ -45,19 +45,19 @@ class ControlFlow:
             r = self.expr(rhs, target_type)
             return self.op(compound, [current, r], e.span)
 
-        self.assign_place(e.lhs, value, compound is not None, e.span)
+        self.assign_place(lhs, value, compound is not None, e.span)
         return Val(None, UNIT)
 
     def assign_place(self, target, make, needs_current: bool, span: Span) -> Val:
         """Store ``make(current, type)`` into the place ``target``; returns the new root value."""
         if isinstance(target, ast.ParenExpr):
             return self.assign_place(target.inner, make, needs_current, span)
-        if isinstance(target, ast.PathExpr) and target.name is not None:
-            name = target.name.text
+        if isinstance(target, ast.PathExpr) and (ref := target.name) is not None:
+            name = ref.text
             b = self.lookup(name)
             if b is None:
                 return self.expr(target, None)  # reports the unknown name
-            self.uses.append(Use(target.name.span, b.kind, b.span, name))
+            self.uses.append(Use(ref.span, b.kind, b.span, name))
             if b.kind == "dim":
                 return self.err(
                     "K0311", target.span, f"`{name}` is a dimension and cannot be assigned"

@@ -21,22 +21,36 @@ RET = "$ret"
 RETVAL = "$retval"
 
 
+_RETURN = 1 << K.RETURN_EXPR
+_JUMPS = (1 << K.BREAK_EXPR) | (1 << K.CONTINUE_EXPR)
+_LOOPS = (K.FOR_EXPR, K.WHILE_EXPR)
+
+
 def has_return(node) -> bool:
-    return any(n.kind == K.RETURN_EXPR for n in node.descendants())
+    return bool(node.green.kinds_below() & _RETURN)
 
 
 def may_exit(node) -> bool:
     """Does ``node`` contain a `return`, or a `break`/`continue` of the enclosing loop?"""
-    stack = [(node, False)]
+    green = node.green
+    bits = green.kinds_below()
+    if bits & _RETURN:
+        return True
+    if not bits & _JUMPS:
+        return False
+    # No `return` below: a jump counts unless a loop below ``node`` encloses it.
+    if green.kind in (K.BREAK_EXPR, K.CONTINUE_EXPR):
+        return True
+    stack = [green]
     while stack:
-        n, in_loop = stack.pop()
-        k = n.kind
-        if k == K.RETURN_EXPR:
-            return True
-        if k in (K.BREAK_EXPR, K.CONTINUE_EXPR) and not in_loop:
-            return True
-        nested = in_loop or (k in (K.FOR_EXPR, K.WHILE_EXPR) and n is not node)
-        stack.extend((c, nested) for c in n.children())
+        for c in stack.pop().children:
+            if c.is_token:
+                continue
+            k = c.kind
+            if k == K.BREAK_EXPR or k == K.CONTINUE_EXPR:
+                return True
+            if k not in _LOOPS and c.kinds_below() & _JUMPS:
+                stack.append(c)
     return False
 
 
@@ -169,23 +183,37 @@ class Exits:
 
     def land_lor(self, e: ast.BinExpr, name: str) -> Val:
         """`a && b` / `a || b`: b is evaluated only when needed if it could fail."""
-        lhs = self.expr(e.lhs, BOOL)
-        risky = e.rhs is not None and any(
-            n.kind in (K.INDEX_EXPR, K.CALL_EXPR)
-            or (n.kind == K.BIN_EXPR and ast.BinExpr(n).op is not None
-                and ast.BinExpr(n).op.kind in (K.SLASH, K.PERCENT))
-            for n in e.rhs.syntax.preorder() if not n.is_token
-        )  # fmt: skip
+        e_lhs, e_rhs = e.operands
+        lhs = self.expr(e_lhs, BOOL)
+        risky = e_rhs is not None and _risky(e_rhs.syntax)
         if not risky or lhs.is_err or lhs.type != BOOL:
-            rhs = self.expr(e.rhs, BOOL)
+            rhs = self.expr(e_rhs, BOOL)
             return self.op(name, [lhs, rhs], e.span)
         short = self.false() if name == "land" else self.true()
 
         def then_fn():
-            return self.expr(e.rhs, BOOL)
+            return self.expr(e_rhs, BOOL)
 
         def else_fn(_):
             return short
 
         cond = lhs if name == "land" else self.op("not", [lhs], e.span)
-        return self.if_node(cond, then_fn, else_fn, [e.rhs.syntax], e.span)
+        return self.if_node(cond, then_fn, else_fn, [e_rhs.syntax], e.span)
+
+
+_CALL_OR_INDEX = (1 << K.INDEX_EXPR) | (1 << K.CALL_EXPR)
+_DIVISIONS = (1 << K.SLASH) | (1 << K.PERCENT)
+
+
+def _risky(node) -> bool:
+    """Could evaluating ``node`` fail (an index, a call, a division or remainder)?"""
+    bits = node.green.kinds_below()
+    if bits & _CALL_OR_INDEX:
+        return True
+    if not bits & _DIVISIONS:
+        return False
+    return any(
+        n.kind == K.BIN_EXPR and ast.BinExpr(n).op is not None
+        and ast.BinExpr(n).op.kind in (K.SLASH, K.PERCENT)
+        for n in node.preorder() if not n.is_token
+    )  # fmt: skip

@@ -57,6 +57,8 @@ class LoweringCache:
     # the last full and shape keys computed for a function, with what they were made of
     keys: dict[int, tuple[object, dict]] = field(default_factory=dict)
     names: dict[int, tuple[object, tuple | None]] = field(default_factory=dict)
+    # the last check of the constants: (key, their green items, located diagnostics, bad)
+    consts: tuple | None = None
 
     # the keys each of the last few lower_module runs used: an entry is kept while one of
     # them did, so going back to a recent text (an undo) finds its lowerings again
@@ -228,6 +230,9 @@ def _collect_structs(
 
     for name in decls:
         resolve(name)
+    # ``resolve`` refers to itself through its closure cell: emptying the cell frees it (and
+    # what it holds) now instead of at a full collection, which the server runs only when idle.
+    resolve = None  # type: ignore[assignment]
 
 
 def _collect_signatures(
@@ -372,15 +377,41 @@ def _callee_names(sig: FnSig, cache: LoweringCache) -> tuple[str, ...]:
         body = sig.ast.body
         if body is None:
             return ()
+        # On the green tree, in preorder, skipping subtrees without a call (no cursors made).
         out = []
-        for n in body.syntax.descendants():
-            if n.kind == K.CALL_EXPR:
-                callee = ast.CallExpr(n).callee
-                if isinstance(callee, ast.PathExpr) and callee.name:
-                    out.append(callee.name.text)
+        stack = [body.syntax.green]
+        while stack:
+            g = stack.pop()
+            if g.kind == K.CALL_EXPR:
+                name = _callee_name(g)
+                if name is not None:
+                    out.append(name)
+            stack.extend(
+                c for c in reversed(g.children) if not c.is_token and c.kinds_below() & _CALL
+            )
         return tuple(out)
 
     return cache.memo(cache.calls, sig.ast.syntax.green, make)
+
+
+_CALL = 1 << K.CALL_EXPR
+
+
+def _callee_name(call) -> str | None:
+    """``ast.CallExpr(n).callee.name.text`` of a call's green node, when the callee is a
+    path with a name (else None)."""
+    for c in call.children:
+        if c.kind in ast.EXPRS and not c.is_token:
+            if c.kind != K.PATH_EXPR:
+                return None
+            for r in c.children:
+                if r.kind == K.NAME_REF and not r.is_token:
+                    for t in r.children:
+                        if t.kind == K.IDENT and t.is_token:
+                            return t.text
+                    return ""  # a name without its identifier: the text is ""
+            return None
+    return None
 
 
 def _calls(sig: FnSig, env: ModuleEnv) -> list[tuple[str, object]]:
@@ -419,6 +450,7 @@ def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]
 
     for name in env.fns:
         visit(name, [])
+    visit = None  # type: ignore[assignment]  # a self-referring closure: freed now
     for name in sorted(in_cycle, key=lambda n: env.fns[n].span.start):
         for callee, node in _calls(env.fns[name], env):
             if callee in in_cycle:
@@ -434,10 +466,24 @@ def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]
     return [n for n in order if n not in in_cycle]
 
 
-def _text_digest(green) -> bytes:
+def _text_digest(green, source: bytes | None = None, start: int = 0) -> bytes:
+    """The digest of a function's text. ``source`` is the file's UTF-8 when it has no lone
+    surrogate (then ``encode`` of any piece of it is a slice of it): the function's bytes
+    are ``source[start:end]``, no walk over its tokens needed."""
     w = Writer()
-    w.str(str(green))
+    if source is None:
+        w.str(str(green))
+    else:
+        w.bytes(source[start : start + green.text_len])
     return digest("fn", w.getvalue())
+
+
+def _utf8(text: str) -> bytes | None:
+    """``text`` as strict UTF-8, None if it holds a lone surrogate (an invalid byte)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _cache_key(text: bytes, env_digest: bytes, callee_hashes: Sequence[bytes]) -> bytes:
@@ -559,6 +605,13 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
     are not re-lowered now: their diagnostics, types and uses come from the cached
     lowering of the same shape, and the graph is completed when first read.
     """
+    # Lowering allocates millions of small acyclic objects: the cyclic GC is paused
+    # meanwhile (its full passes over a big file's trees cost ~10 %).
+    with deep_recursion(quiet_gc=True):
+        return _lower_module(parse, cache, defer)
+
+
+def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Module:
     cache = cache if cache is not None else LoweringCache()
     diags: list[Diagnostic] = []
     root = ast.SourceFile(parse.tree)
@@ -566,13 +619,20 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
     items = root.items
     _collect_structs(root, env, diags, items)
     _collect_signatures(root, env, diags, cache, items)
-    diags += check_constants(env)
+    env_digest = env.signature_digest()
+    diags += _checked_constants(env, items, cache, env_digest)
     callees = {
         name: [c for c in _callee_names(sig, cache) if c in env.fns]
         for name, sig in env.fns.items()
     }
     order = _order(env, diags, callees)
-    env_digest = env.signature_digest()
+    src: list[bytes | None] = []  # the file's UTF-8, encoded for the first digest needed
+
+    def text_digest(green, start: int) -> bytes:
+        if not src:
+            src.append(_utf8(parse.text))
+        return _text_digest(green, src[0], start)
+
     done: dict[str, Function] = {}  # functions whose graph is final
     stand_ins: dict[str, _StandIn] = {}  # deferred callers that lowered cleanly
     deferred: list[str] = []
@@ -585,7 +645,9 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
         sig = env.fns[name]
         called = called_of[name] = sorted(set(callees[name]))
         green = sig.ast.syntax.green
-        text = texts[name] = cache.memo(cache.texts, green, lambda g=green: _text_digest(g))
+        text = texts[name] = cache.memo(
+            cache.texts, green, lambda g=green, s=sig: text_digest(g, s.span.start)
+        )
         lf: LoweredFn | None = None
         key = None
         if not any(c in stand_ins for c in called):
@@ -630,6 +692,10 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
     diags.sort(key=sort_key)
 
     def finish() -> tuple[Graph, Provenance]:
+        with deep_recursion(quiet_gc=True):
+            return _finish()
+
+    def _finish() -> tuple[Graph, Provenance]:
         final = dict(done)
         for name in deferred:
             sig = env.fns[name]
@@ -653,6 +719,39 @@ def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool =
         graph, prov = _assemble(order, lowered)
         return Module(graph, prov, env, diags, lowered)
     return Module(None, None, env, diags, lowered, finish)
+
+
+def _checked_constants(
+    env: ModuleEnv, items: list[ast.Item], cache: LoweringCache, env_digest: bytes
+) -> list[Diagnostic]:
+    """:func:`check_constants`, reused while the constants' text and what they can see are
+    the same (the same interned constant items, in order, and the same signature digest,
+    which covers every constant's value and type, the structs and the functions' types):
+    each diagnostic lies inside one constant and moves with it. A result with a diagnostic
+    (or a related span or fix) reaching outside its constant is not kept."""
+    consts = [i for i in items if isinstance(i, ast.Const)]
+    key = (env_digest, tuple([id(c.syntax.green) for c in consts]))
+    hit = cache.consts
+    if hit is not None and hit[0] == key:
+        _, _greens, kept, bad = hit
+        env.bad_consts |= bad
+        starts = [c.syntax.offset for c in consts]
+        return [d.shifted(starts[i] - base) if starts[i] != base else d for i, base, d in kept]
+    out = check_constants(env)
+    spans = [c.span for c in consts]
+    kept: list[tuple[int, int, Diagnostic]] | None = []
+    for d in out:
+        inside = [d.span, *(r.span for r in d.related)]
+        if d.fix is not None:
+            inside += [e.span for e in d.fix.edits]
+        i = next((i for i, sp in enumerate(spans) if all(sp.covers(x) for x in inside)), None)
+        if i is None:
+            kept = None
+            break
+        kept.append((i, spans[i].start, d))  # type: ignore[union-attr]
+    greens = tuple(c.syntax.green for c in consts)  # kept alive: their ids stay theirs
+    cache.consts = None if kept is None else (key, greens, kept, frozenset(env.bad_consts))
+    return out
 
 
 def _reusable(lf: LoweredFn | None, sig: FnSig) -> LoweredFn | None:

@@ -41,10 +41,8 @@ class AstNode:
         return hash(self.syntax)
 
     def _child(self, cls: type[A]) -> A | None:
-        for c in self.syntax.children():
-            if c.kind == cls.KIND:
-                return cls(c)
-        return None
+        c = self.syntax.child_of_kind(cls.KIND)  # type: ignore[arg-type]
+        return None if c is None else cls(c)
 
     def _children(self, cls: type[A]) -> Iterator[A]:
         for c in self.syntax.children():
@@ -58,8 +56,10 @@ class AstNode:
 def _name_text(node: SyntaxNode | None) -> str | None:
     if node is None:
         return None
-    tok = node.token_of_kind(K.IDENT)
-    return tok.text if tok is not None else None
+    for c in node.green.children:  # the first IDENT token's text, read off the green node
+        if c.kind == K.IDENT and c.is_token:
+            return c.text  # type: ignore[union-attr]
+    return None
 
 
 class Name(AstNode):
@@ -191,12 +191,7 @@ class SourceFile(AstNode):
 
     @property
     def items(self) -> list[Item]:
-        out: list[Item] = []
-        for c in self.syntax.children():
-            cls = _ITEMS.get(c.kind)
-            if cls is not None:
-                out.append(cls(c))
-        return out
+        return [cls(c) for cls, c in self.syntax.children_of_kinds(_ITEMS)]  # type: ignore[operator]
 
     def functions(self) -> list[Fn]:
         return [i for i in self.items if isinstance(i, Fn)]
@@ -287,11 +282,8 @@ _TYPES: dict[SyntaxKind, type[Type]] = {
 
 def type_of(parent: SyntaxNode) -> Type | None:
     """The first type child of ``parent``."""
-    for c in parent.children():
-        cls = _TYPES.get(c.kind)
-        if cls is not None:
-            return cls(c)
-    return None
+    hit = parent.child_of_kinds(_TYPES)
+    return None if hit is None else hit[0](hit[1])  # type: ignore[operator]
 
 
 # --- statements ------------------------------------------------------------------
@@ -303,13 +295,7 @@ class Block(AstNode):
     @property
     def statements(self) -> list[AstNode]:
         """LetStmt / ExprStmt in order (the tail expression is not included)."""
-        out: list[AstNode] = []
-        for c in self.syntax.children():
-            if c.kind == K.LET_STMT:
-                out.append(LetStmt(c))
-            elif c.kind == K.EXPR_STMT:
-                out.append(ExprStmt(c))
-        return out
+        return [cls(c) for cls, c in self.syntax.children_of_kinds(_STMTS)]  # type: ignore[operator]
 
     @property
     def tail(self) -> Expr | None:
@@ -349,6 +335,9 @@ class ExprStmt(AstNode):
         return self._token(K.SEMI) is not None
 
 
+_STMTS: dict[SyntaxKind, type[AstNode]] = {K.LET_STMT: LetStmt, K.EXPR_STMT: ExprStmt}
+
+
 # --- expressions ---------------------------------------------------------------
 
 
@@ -361,10 +350,10 @@ class Literal(Expr):
 
     @property
     def token(self) -> SyntaxToken:
-        for t in self.syntax.child_tokens():
-            if not t.kind.is_trivia:
-                return t
-        raise AssertionError("a LITERAL node always has its token")
+        t = self.syntax.first_significant_token()
+        if t is None:
+            raise AssertionError("a LITERAL node always has its token")
+        return t
 
 
 class PathExpr(Expr):
@@ -373,6 +362,17 @@ class PathExpr(Expr):
     @property
     def name(self) -> NameRef | None:
         return self._child(NameRef)
+
+    @property
+    def name_text(self) -> str | None:
+        """``name.text``, or None without a name: read off the green tree (no cursors)."""
+        for c in self.syntax.green.children:
+            if c.kind == K.NAME_REF and not c.is_token:
+                for t in c.children:  # type: ignore[union-attr]
+                    if t.kind == K.IDENT and t.is_token:
+                        return t.text  # type: ignore[union-attr]
+                return ""
+        return None
 
 
 class ParenExpr(Expr):
@@ -470,6 +470,12 @@ class ContinueExpr(Expr):
 
 class _Binary(Expr):
     @property
+    def operands(self) -> tuple[Expr | None, Expr | None]:
+        """``(lhs, rhs)``, from one scan of the children."""
+        es = exprs_of(self.syntax)
+        return (es[0] if es else None, es[1] if len(es) > 1 else None)
+
+    @property
     def lhs(self) -> Expr | None:
         es = exprs_of(self.syntax)
         return es[0] if es else None
@@ -481,10 +487,7 @@ class _Binary(Expr):
 
     @property
     def op(self) -> SyntaxToken | None:
-        for t in self.syntax.child_tokens():
-            if not t.kind.is_trivia:
-                return t
-        return None
+        return self.syntax.first_significant_token()
 
 
 class BinExpr(_Binary):
@@ -662,12 +665,9 @@ def as_expr(node: SyntaxNode) -> Expr | None:
 
 def expr_of(parent: SyntaxNode) -> Expr | None:
     """The first expression child of ``parent``."""
-    for c in parent.children():
-        cls = EXPRS.get(c.kind)
-        if cls is not None:
-            return cls(c)
-    return None
+    hit = parent.child_of_kinds(EXPRS)
+    return None if hit is None else hit[0](hit[1])  # type: ignore[operator]
 
 
 def exprs_of(parent: SyntaxNode) -> list[Expr]:
-    return [EXPRS[c.kind](c) for c in parent.children() if c.kind in EXPRS]
+    return [cls(c) for cls, c in parent.children_of_kinds(EXPRS)]  # type: ignore[operator]

@@ -50,7 +50,9 @@ class GreenToken:
 
 
 class GreenNode:
-    __slots__ = ("kind", "children", "text_len", "_hash", "_offsets")
+    # ``_kinds`` is left unset until :meth:`kinds_below` first needs it (no constructor sets
+    # it, so building a tree costs nothing more).
+    __slots__ = ("kind", "children", "text_len", "_hash", "_offsets", "_kinds")
 
     def __init__(
         self,
@@ -91,6 +93,28 @@ class GreenNode:
             self._offsets = offs
         return offs
 
+    def kinds_below(self) -> int:
+        """A bit set of the kinds in this subtree, itself and its tokens included: bit ``k``
+        is set iff some element below has kind ``k``. Computed once per (interned, immutable)
+        node, iteratively, so a pass can skip subtrees that cannot hold what it looks for."""
+        try:
+            return self._kinds
+        except AttributeError:
+            pass
+        stack: list[GreenNode] = [self]
+        while stack:
+            g = stack[-1]
+            pending = [c for c in g.children if not c.is_token and not hasattr(c, "_kinds")]
+            if pending:
+                stack += pending
+                continue
+            stack.pop()
+            bits = 1 << g.kind
+            for c in g.children:
+                bits |= (1 << c.kind) if c.is_token else c._kinds
+            g._kinds = bits
+        return self._kinds
+
     def child_index_at(self, rel: int) -> int:
         """Index of the child whose range contains relative offset ``rel``."""
         return max(0, bisect_right(self.child_offsets(), rel) - 1)
@@ -127,7 +151,17 @@ class GreenNode:
         return True
 
     def __str__(self) -> str:
-        return "".join(t.text for t in self.tokens())
+        out: list[str] = []
+        add = out.append
+        stack: list[GreenToken | GreenNode] = [self]
+        pop = stack.pop
+        while stack:
+            el = pop()
+            if el.is_token:
+                add(el.text)  # type: ignore[union-attr]
+            else:
+                stack += reversed(el.children)  # type: ignore[union-attr]
+        return "".join(out)
 
     def __repr__(self) -> str:
         return f"{self.kind.name}@{self.text_len}"
@@ -223,6 +257,7 @@ def _new_node(kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) ->
 
 
 _GREEN_NEW = object.__new__
+_TRIVIA = frozenset(k for k in SyntaxKind if k.is_trivia)
 
 
 # --- red cursors -----------------------------------------------------------
@@ -347,18 +382,27 @@ class SyntaxNode:
             off += child.text_len
 
     def children(self) -> Iterator[SyntaxNode]:
+        # A list built in one loop, then iterated: cheaper than a generator's resumptions.
+        out = []
         off = self.offset
-        for i, child in enumerate(self.green.children):
+        i = 0
+        for child in self.green.children:
             if not child.is_token:
-                yield SyntaxNode(child, self, off, i)  # type: ignore[arg-type]
+                out.append(SyntaxNode(child, self, off, i))  # type: ignore[arg-type]
             off += child.text_len
+            i += 1
+        return iter(out)
 
     def child_tokens(self) -> Iterator[SyntaxToken]:
+        out = []
         off = self.offset
-        for i, child in enumerate(self.green.children):
+        i = 0
+        for child in self.green.children:
             if child.is_token:
-                yield SyntaxToken(child, self, off, i)  # type: ignore[arg-type]
+                out.append(SyntaxToken(child, self, off, i))  # type: ignore[arg-type]
             off += child.text_len
+            i += 1
+        return iter(out)
 
     def ancestors(self) -> Iterator[SyntaxNode]:
         node: SyntaxNode | None = self
@@ -436,16 +480,62 @@ class SyntaxNode:
                 return node
             node = child  # type: ignore[assignment]
 
+    # The lookups below scan the green children and make a red cursor for the one found
+    # only (summing the lengths before it: no per-node offset table is kept).
     def child_of_kind(self, kind: SyntaxKind) -> SyntaxNode | None:
-        for c in self.children():
-            if c.kind == kind:
-                return c
+        off = self.offset
+        i = 0
+        for c in self.green.children:
+            if c.kind == kind and not c.is_token:
+                return SyntaxNode(c, self, off, i)  # type: ignore[arg-type]
+            off += c.text_len
+            i += 1
         return None
 
     def token_of_kind(self, kind: SyntaxKind) -> SyntaxToken | None:
-        for t in self.child_tokens():
-            if t.kind == kind:
-                return t
+        off = self.offset
+        i = 0
+        for c in self.green.children:
+            if c.kind == kind and c.is_token:
+                return SyntaxToken(c, self, off, i)  # type: ignore[arg-type]
+            off += c.text_len
+            i += 1
+        return None
+
+    def child_of_kinds(self, kinds: dict) -> tuple[object, SyntaxNode] | None:
+        """The first child node whose kind is a key of ``kinds``, with the key's value."""
+        off = self.offset
+        i = 0
+        for c in self.green.children:
+            v = kinds.get(c.kind)
+            if v is not None and not c.is_token:
+                return v, SyntaxNode(c, self, off, i)  # type: ignore[arg-type]
+            off += c.text_len
+            i += 1
+        return None
+
+    def children_of_kinds(self, kinds: dict) -> list[tuple[object, SyntaxNode]]:
+        """Every child node whose kind is a key of ``kinds``, with the key's value."""
+        out = []
+        off = self.offset
+        i = 0
+        for c in self.green.children:
+            v = kinds.get(c.kind)
+            if v is not None and not c.is_token:
+                out.append((v, SyntaxNode(c, self, off, i)))  # type: ignore[arg-type]
+            off += c.text_len
+            i += 1
+        return out
+
+    def first_significant_token(self) -> SyntaxToken | None:
+        """The first child token that is not trivia."""
+        off = self.offset
+        i = 0
+        for c in self.green.children:
+            if c.is_token and c.kind not in _TRIVIA:
+                return SyntaxToken(c, self, off, i)  # type: ignore[arg-type]
+            off += c.text_len
+            i += 1
         return None
 
 

@@ -74,10 +74,11 @@ def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnost
     """
     broken = [d.span for d in parse.diagnostics if d.is_error] if parse is not None else []
     out: list[Diagnostic] = []
-    for name, lf in module.functions.items():
-        span = lf.sig.span
-        if any(span.start <= s.start < span.end or span.covers(s) for s in broken):
-            continue
-        out += check_function_guarded(module, name)
+    with deep_recursion(quiet_gc=True):  # no cyclic GC passes over the trees meanwhile
+        for name, lf in module.functions.items():
+            span = lf.sig.span
+            if any(span.start <= s.start < span.end or span.covers(s) for s in broken):
+                continue
+            out += check_function_guarded(module, name)
     out.sort(key=sort_key)
     return out

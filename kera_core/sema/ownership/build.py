@@ -21,6 +21,7 @@ from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
 
 EMPTY: frozenset[Loan] = frozenset()
+_X_METHODS: dict[tuple[type, type], object] = {}  # (builder, AST class) -> x_<class> or False
 
 
 def space_of(t: Type | None) -> str | None:
@@ -96,12 +97,15 @@ class Builder:
     def ty(self, e: ast.Expr | None) -> Type | None:
         if e is None:
             return None
-        return self.types.get((e.span.start, e.span.end, e.syntax.kind))
+        syntax = e.syntax  # the key is (e.span.start, e.span.end, kind)
+        start = syntax.offset
+        green = syntax.green
+        return self.types.get((start, start + green.text_len, green.kind))
 
     def path_var(self, e: ast.Expr | None) -> Var | None:
         e = unparen(e)
-        if isinstance(e, ast.PathExpr) and e.name is not None:
-            return self.lookup(e.name.text)
+        if isinstance(e, ast.PathExpr) and (name := e.name_text) is not None:
+            return self.lookup(name)
         return None
 
     def place_root(self, e: ast.Expr | None) -> tuple[Var | None, str]:
@@ -116,8 +120,8 @@ class Builder:
             elif isinstance(e, ast.FieldExpr):
                 what = what or "field"
                 e = e.base
-            elif isinstance(e, ast.PathExpr) and e.name is not None:
-                return self.lookup(e.name.text), what or "whole"
+            elif isinstance(e, ast.PathExpr) and (name := e.name_text) is not None:
+                return self.lookup(name), what or "whole"
             else:
                 return None, what or "whole"
 
@@ -136,8 +140,9 @@ class Builder:
         self.cur = self.cfg.add(Event("nop"))  # node 0: entry
         self.exit = self.cfg.add(Event("nop"))
         top: dict[str, Var] = {}
+        params = fn.params
         for i, (name, t) in enumerate(zip(sig.param_names, sig.type.params, strict=True)):
-            p = fn.params[i]
+            p = params[i]
             decl = p.name.span if p.name is not None else p.span
             if isinstance(t, Ref) and t.mutable:
                 v = self.new_var(name, decl, "mutref", t.inner, True)
@@ -195,7 +200,8 @@ class Builder:
                     self.let(st)
                 elif isinstance(st, ast.ExprStmt):
                     self.expr(st.expr, None)
-            loans = self.expr(blk.tail, ctx) if blk.tail is not None else EMPTY
+            tail = blk.tail
+            loans = self.expr(tail, ctx) if tail is not None else EMPTY
             if not fn_body:
                 loans = self.check_escape(blk, loans, self.decls[-1])
             return loans
@@ -228,11 +234,13 @@ class Builder:
     def let(self, st: ast.LetStmt) -> None:
         init = st.init
         t = self.ty(init)
-        decl = st.name.span if st.name is not None else st.span
-        v = self.new_var(st.name.text if st.name else "_", decl, "local", t, st.is_mut)
+        ref = st.name
+        mut = st.is_mut
+        decl = ref.span if ref is not None else st.span
+        v = self.new_var(ref.text if ref else "_", decl, "local", t, mut)
         value = unparen(init)
         dest = Dest(
-            "let_mut" if st.is_mut else "let",
+            "let_mut" if mut else "let",
             st.span,
             target=v.id,
             value_span=value.span if value is not None else None,
@@ -241,7 +249,7 @@ class Builder:
         if isinstance(t, Ref):
             v.loans = loans
         self.emit(Event("def", v.id, decl))
-        if st.name is not None:
+        if ref is not None:
             self.scopes[-1][v.name] = v
             self.decls[-1].append(v)
 
@@ -253,10 +261,13 @@ class Builder:
         """
         if e is None:
             return EMPTY
-        method = getattr(self, "x_" + type(e).__name__, None)
+        key = (type(self), type(e))
+        method = _X_METHODS.get(key)
         if method is None:
+            method = _X_METHODS[key] = getattr(key[0], "x_" + key[1].__name__, False)
+        if method is False:
             return EMPTY
-        return method(e, ctx)
+        return method(self, e, ctx)
 
     def reads(self, exprs) -> None:
         for x in exprs:
@@ -272,7 +283,8 @@ class Builder:
         return self.block(e.block, ctx) if e.block is not None else EMPTY
 
     def x_PathExpr(self, e: ast.PathExpr, ctx: Dest | None):
-        v = self.lookup(e.name.text) if e.name is not None else None
+        name = e.name_text
+        v = self.lookup(name) if name is not None else None
         if v is None:
             return EMPTY  # a constant
         if ctx is not None and v.is_move_type:
@@ -344,18 +356,19 @@ class Builder:
         return EMPTY
 
     def x_RangeExpr(self, e: ast.RangeExpr, ctx):
-        self.reads((e.lhs, e.rhs))
+        self.reads(e.operands)
         return EMPTY
 
     def x_BinExpr(self, e: ast.BinExpr, ctx):
         op = e.op
-        self.expr(e.lhs, None)
+        lhs, rhs = e.operands
+        self.expr(lhs, None)
         if op is not None and op.kind in (K.AMP2, K.PIPE2):
             skip = self.cur  # the right operand may not run
-            self.expr(e.rhs, None)
+            self.expr(rhs, None)
             self.join([self.cur, skip])
         else:
-            self.expr(e.rhs, None)
+            self.expr(rhs, None)
         return EMPTY
 
     def x_FieldExpr(self, e: ast.FieldExpr, ctx):
@@ -471,16 +484,17 @@ class Builder:
         if op is None:
             return EMPTY
         compound = op.kind != K.EQ
-        root, what = self.place_root(e.lhs)
+        lhs, rhs = e.operands
+        root, what = self.place_root(lhs)
         whole = what == "whole"
-        self.expr(e.rhs, Dest("assign", e.span) if whole and not compound else None)
-        self.reads(self.place_indices(e.lhs))
+        self.expr(rhs, Dest("assign", e.span) if whole and not compound else None)
+        self.reads(self.place_indices(lhs))
         if root is None or root.kind == "dim":
             return EMPTY
         if what == "element" and space_of(root.type) == "device":
-            self.device_element(e.lhs, self.place_base(e.lhs), "write")
+            self.device_element(lhs, self.place_base(lhs), "write")
         if whole and compound:
-            self.emit(Event("read", root.id, e.lhs.span))
+            self.emit(Event("read", root.id, lhs.span))
             self.emit(Event("write", root.id, e.span, what="compound"))
         else:
             self.emit(Event("write", root.id, e.span, what=what))
@@ -502,7 +516,7 @@ class Builder:
     # --- calls -------------------------------------------------------------------------
     def x_CallExpr(self, e: ast.CallExpr, ctx):
         callee = e.callee
-        name = callee.name.text if isinstance(callee, ast.PathExpr) and callee.name else ""
+        name = (callee.name_text or "") if isinstance(callee, ast.PathExpr) else ""
         if name in self.env.fns:
             return self.user_call(e, self.env.fns[name])
         if name in BUILTINS:

@@ -112,8 +112,11 @@ _USES = ("read", "move", "mutborrow")
 
 
 def _moves(b: Builder, reach: set[int]) -> list[Diagnostic]:
-    ins = _forward(b, reach)
     events = b.cfg.events
+    moved_later = {ev.var for ev in events if ev.kind == "move"}
+    if not moved_later:
+        return []  # no move at all: every maybe-moved set is empty
+    ins = _forward(b, reach)
     found: dict[tuple[int, frozenset[int]], int] = {}
     for node in sorted(reach, key=lambda n: _span_key(b, n)):
         ev = events[node]
@@ -123,7 +126,6 @@ def _moves(b: Builder, reach: set[int]) -> list[Diagnostic]:
         moved = frozenset(m for v, m in ins[node] if v == ev.var)
         if moved and (ev.var, moved) not in found:
             found[(ev.var, moved)] = node
-    moved_later = {ev.var for ev in events if ev.kind == "move"}
     return [_use_after_move(b, node, moves, moved_later) for (_, moves), node in found.items()]
 
 

@@ -1,0 +1,93 @@
+"""`kera check` on generated files: the stages in one process, then the command itself.
+
+    python bench/check_bench.py                   # 20k lines
+    python bench/check_bench.py --lines 200000 --repeat 1
+
+In one process (best of ``--repeat``, CPU time): parse, lowering and checking (with the
+graph built), ownership, and the whole ``analyze``, each also as a ratio to an anchor (a
+fixed pure-Python loop timed in the same process), so runs on a loaded machine compare;
+graph nodes built per second. Then ``python -m kera_core check FILE`` as a subprocess:
+its CPU time (user + system) from ``getrusage``, start-up and exit included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import generate  # noqa: E402
+from kera_core.analysis import analyze  # noqa: E402
+from kera_core.sema import lower_module  # noqa: E402
+from kera_core.sema.borrow import check_ownership  # noqa: E402
+from kera_core.syntax.parse import parse  # noqa: E402
+
+clock = time.process_time
+
+
+def anchor() -> float:
+    t = clock()
+    x = 0
+    for i in range(2_000_000):
+        x += i * i
+    return clock() - t
+
+
+def child_cpu(cmd: list[str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lines", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    text = generate(args.lines)
+    print(f"file: {text.count(chr(10))} lines, {len(text.encode()) / 1e3:.0f} kB")
+
+    best: dict[str, float] = {}
+    nodes = 0
+    a = 9e9
+    for _ in range(args.repeat):
+        a = min(a, anchor())
+        t0 = clock()
+        p = parse(text)
+        t1 = clock()
+        m = lower_module(p)
+        t2 = clock()
+        check_ownership(m, p)
+        t3 = clock()
+        analyze(text)
+        t4 = clock()
+        nodes = sum(len(lf.nodes) for lf in m.functions.values())
+        for k, v in (("parse", t1 - t0), ("lower + check", t2 - t1), ("ownership", t3 - t2),
+                     ("analyze", t4 - t3)):  # fmt: skip
+            best[k] = min(best.get(k, 9e9), v)
+    print(f"anchor           {a * 1000:8.0f} ms")
+    for k, v in best.items():
+        print(f"{k:16} {v * 1000:8.0f} ms   {v / a:6.1f} anchors")
+    print(f"graph nodes built: {nodes} ({nodes / best['lower + check']:,.0f} nodes/s)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.kera")
+        Path(path).write_text(text)
+        cmd = [sys.executable, "-m", "kera_core", "check", path]
+        cpu = min(child_cpu(cmd) for _ in range(args.repeat))
+        tiny = min(child_cpu([*cmd[:-1], str(ROOT / "examples" / "saxpy.kera")]) for _ in range(3))
+    print(f"kera check (CPU) {cpu * 1000:8.0f} ms   {cpu / a:6.1f} anchors"
+          f"   (start-up on a small file: {tiny * 1000:.0f} ms)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
