@@ -85,6 +85,13 @@ class LoweredFn:
         )
 
 
+def _is_untyped_float(e: ast.Expr | None) -> bool:
+    """An unsuffixed float literal (or its negation/parenthesis)."""
+    while isinstance(e, ast.ParenExpr | ast.PrefixExpr):
+        e = e.inner if isinstance(e, ast.ParenExpr) else e.operand
+    return _is_untyped_literal(e) and e.token.kind == K.FLOAT  # type: ignore[union-attr]
+
+
 def _is_untyped_literal(e: ast.Expr | None) -> bool:
     """A literal without suffix (or its negation/parenthesis): its type comes from context."""
     while isinstance(e, ast.ParenExpr | ast.PrefixExpr):
@@ -466,7 +473,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         finally:
             self.frame.scopes.pop()
 
-    def let(self, st: ast.LetStmt) -> None:
+    def let(self, st: ast.LetStmt, rest: list | None = None) -> None:
         assert self.frame is not None
         declared = self.resolve_type(st.type)
         ref = st.name
@@ -476,7 +483,10 @@ class FnLowering(ControlFlow, Calls, Exits):
             self.err("K0315", st.span, "a `let` needs an initial value: `let x = …;`")
             val = ERR_VAL
         else:
-            val = self.expr(init, declared)
+            expected = declared
+            if declared is None and name is not None and rest and _is_untyped_float(init):
+                expected = self.float_type_of_use(name, rest)
+            val = self.expr(init, expected)
             if declared is not None and not val.is_err:
                 if not self.check_type(declared, val, init.span, "value"):
                     val = ERR_VAL
@@ -489,6 +499,34 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.frame.scopes[-1][name] = Binding(name, val, st.is_mut, ref.span)  # type: ignore[union-attr]
         if val.value is not None:
             self.prov.node_names.setdefault(val.value.node, name)
+
+    def float_type_of_use(self, name: str, rest: list) -> Type | None:
+        """The float type the rest of the block gives ``name`` (docs/language.md §6.2): the
+        first assignment to it (`=`, `+=`, …) or arithmetic with it whose other operand has
+        an evident float type (`s += x[i]` with `x: &f32[N]`). None when there is none, or
+        when ``name`` is bound again first."""
+        for item in rest:
+            if item is None:
+                continue
+            for n in item.syntax.preorder():
+                k = n.kind
+                if k == K.LET_STMT:
+                    bound = ast.LetStmt(n).name  # type: ignore[arg-type]
+                    if bound is not None and bound.text == name:
+                        return None
+                elif k in (K.ASSIGN_EXPR, K.BIN_EXPR):
+                    e = ast.AssignExpr(n) if k == K.ASSIGN_EXPR else ast.BinExpr(n)  # type: ignore[arg-type]
+                    lhs, rhs = e.lhs, e.rhs
+                    for mine, other in ((lhs, rhs), (rhs, lhs)):
+                        if (
+                            isinstance(mine, ast.PathExpr)
+                            and mine.name is not None
+                            and mine.name.text == name
+                        ):
+                            t = self.peek_type(other)
+                            if isinstance(t, Prim) and t.is_float:
+                                return t
+        return None
 
     def resolve_type(self, t: ast.Type | None) -> Type | None:
         if t is None:

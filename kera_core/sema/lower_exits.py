@@ -108,7 +108,7 @@ class Exits:
         """Lower statements then the tail (last item, may be None) with exit guards."""
         for i, item in enumerate(items[:-1]):
             if isinstance(item, ast.LetStmt):
-                self.let(item)
+                self.let(item, items[i + 1 :])
                 continue
             if not isinstance(item, ast.ExprStmt) or item.expr is None:
                 continue
