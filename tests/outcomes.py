@@ -20,3 +20,40 @@ def analyzed(src: str):
     a = analyze(src)
     assert not a.has_errors, [str(d) for d in a.diagnostics if d.is_error]
     return a.module
+
+
+def runnable_target(tname: str):
+    """The registered target ``tname``, or the test stops (tool_missing: a failure under
+    CI=true) saying why it cannot load or run here."""
+    from kera_core.targets import get
+    from tests.tools import tool_missing
+
+    try:
+        t = get(tname)
+    except ImportError as e:
+        tool_missing(f"the {tname} target cannot load here: {e}")
+    why = getattr(t, "cannot_run_here", lambda: None)()
+    if why:
+        tool_missing(why)
+    return t
+
+
+def same_as_reference(m, name: str, inputs: dict, run_it, *context) -> None:
+    """``run_it()`` gives the reference interpreter's outcome for ``name`` on ``inputs``."""
+    from kera_core.interp.api import run_function as reference
+
+    want = outcome(lambda: reference(m, name, inputs))
+    assert outcome(run_it) == want, (name, *context)
+
+
+def x86_levels() -> list[str]:
+    """The x86-64 instruction-set levels this CPU runs (none off x86-64)."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    from kera_core.backends.x86_64 import compile as X
+    from kera_core.native import cpu
+
+    f = cpu.detect()
+    return [lv for lv in X.ISAS if X.runs(lv, f)]

@@ -29,7 +29,7 @@ from kera_core.interp.api import run_function as reference
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
-from tests.outcomes import analyzed, outcome
+from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
 from tests.tools import tool_missing
 
 FLOAT_OPS = ("sum", "mean", "max", "min", "argmax", "argmin", "softmax", "layernorm")
@@ -330,10 +330,7 @@ def test_the_lines_loop_is_parallel() -> None:
 
 
 def _native(tname: str, cases, lengths, others=(3, 2)) -> None:
-    t = get(tname)
-    why = getattr(t, "cannot_run_here", lambda: None)()
-    if why:
-        tool_missing(why)
+    t = runnable_target(tname)
     m = module()
     for op, elem, rank, axis in cases:
         name = fn_name(op, elem, rank, axis)
@@ -341,9 +338,8 @@ def _native(tname: str, cases, lengths, others=(3, 2)) -> None:
         for n in lengths:
             for adversarial in (False, True):
                 inputs = _inputs(elem, rank, axis, n, adversarial, others)
-                want = outcome(lambda: reference(m, name, inputs))  # noqa: B023
-                got = outcome(lambda: run_module(t, m, name, inputs))  # noqa: B023
-                assert got == want, (tname, name, n, adversarial)
+                run_it = lambda: run_module(t, m, name, inputs)  # noqa: B023, E731
+                same_as_reference(m, name, inputs, run_it, tname, n, adversarial)
 
 
 def test_x86_64_gives_the_interpreters_bits() -> None:

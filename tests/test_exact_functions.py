@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +38,7 @@ from kera_core.loops.emit import Emitter
 from kera_core.loops.ir import Imm, Op, Var
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
-from tests.outcomes import outcome
+from tests.outcomes import outcome, runnable_target, same_as_reference, x86_levels
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -507,31 +506,16 @@ def test_the_loop_program_in_both_shapes_gives_the_interpreters_bits() -> None:
 
 
 def _native(tname: str, cases_, sizes, runs_per_scalar: int = 24) -> None:
-    t = get(tname)
-    why = getattr(t, "cannot_run_here", lambda: None)()
-    if why:
-        tool_missing(why)
+    t = runnable_target(tname)
     m = module()
     for name, _ in cases_:
         assert not t.unsupported(m.graph, name), (tname, name, t.unsupported(m.graph, name))
         for n in sizes if not name.endswith("_s") else (1,):
             for a in inputs(name, _, n, 13)[:runs_per_scalar]:
-                want = outcome(lambda: reference(m, name, a))  # noqa: B023
-                got = outcome(lambda: run_module(t, m, name, a))  # noqa: B023
-                assert got == want, (tname, name, n, a)
+                same_as_reference(m, name, a, lambda: run_module(t, m, name, a), tname, n, a)  # noqa: B023
 
 
-def _x86_levels() -> list[str]:
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return []
-    from kera_core.backends.x86_64 import compile as X
-    from kera_core.native import cpu
-
-    f = cpu.detect()
-    return [lv for lv in X.ISAS if X.runs(lv, f)]
-
-
-@pytest.mark.parametrize("level", _x86_levels() or ["none"])
+@pytest.mark.parametrize("level", x86_levels() or ["none"])
 def test_x86_64_gives_the_interpreters_bits_at_every_level(level: str) -> None:
     if level == "none":
         tool_missing("the x86_64 target runs only on an x86-64 machine")
@@ -545,9 +529,7 @@ def test_x86_64_gives_the_interpreters_bits_at_every_level(level: str) -> None:
         try:
             for n in SIZES if not name.endswith("_s") else (1,):
                 for a in inputs(name, t, n, 17):
-                    want = outcome(lambda: reference(m, name, a))  # noqa: B023
-                    got = outcome(lambda: run(loaded, m, name, a))  # noqa: B023
-                    assert got == want, (name, level, n, a)
+                    same_as_reference(m, name, a, lambda: run(loaded, m, name, a), level, n, a)  # noqa: B023
         finally:
             loaded.close()
 

@@ -27,7 +27,7 @@ from kera_core.interp.api import run_function as reference
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import get, run_module
-from tests.outcomes import analyzed, outcome
+from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
 from tests.tools import tool_missing
 
 ELEMS = ("f32", "f64", "i32")
@@ -373,10 +373,7 @@ def test_data_movement_loops_are_marked_independent() -> None:
 
 
 def _native(tname: str, cases, sizes) -> None:
-    t = get(tname)
-    why = getattr(t, "cannot_run_here", lambda: None)()
-    if why:
-        tool_missing(why)
+    t = runnable_target(tname)
     m = module()
     for name, elem in cases:
         fn = fn_name(name, elem)
@@ -385,9 +382,7 @@ def _native(tname: str, cases, sizes) -> None:
             if mismatch and name not in ("rs", "ct0"):
                 continue
             a = inputs(name, elem, n, seed=1, mismatch=mismatch)
-            want = outcome(lambda: reference(m, fn, a))  # noqa: B023
-            got = outcome(lambda: run_module(t, m, fn, a))  # noqa: B023
-            assert got == want, (tname, fn, n, mismatch)
+            same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), tname, n, mismatch)  # noqa: B023
 
 
 def test_x86_64_gives_the_interpreters_bits() -> None:

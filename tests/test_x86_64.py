@@ -12,7 +12,6 @@ interpreter's error code, or R0009 past the memory limit, with the process alive
 from __future__ import annotations
 
 import os
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from kera_core.interp.gen import InputGenerator
 from kera_core.opt import optimize
 from kera_core.targets import get
 from tests import imperative_programs, programs
+from tests.outcomes import x86_levels
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,13 +39,8 @@ STEPS = 20_000
 
 
 def levels() -> list[str]:
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return ["none"]
-    from kera_core.native import cpu
-
-    f = cpu.detect()
     # a level this CPU lacks is not generated: that is the hardware, not a missing tool
-    return [n for n in X.ISAS if X.runs(n, f)]
+    return x86_levels() or ["none"]
 
 
 LEVELS = levels()

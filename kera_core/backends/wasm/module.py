@@ -22,7 +22,15 @@ from __future__ import annotations
 import json
 
 from kera_core.backends.wasm import softfloat
-from kera_core.backends.wasm.select import FunctionSelector, NotSelected, const, fname, wtype
+from kera_core.backends.wasm.select import (
+    NAN_BITS,
+    FunctionSelector,
+    NotSelected,
+    canon,
+    const,
+    fname,
+    wtype,
+)
 from kera_core.loops import ir
 from kera_core.loops.ir import FLOATS
 
@@ -155,8 +163,7 @@ class Module:
         out = []
         for k, x in enumerate(results):
             if not isinstance(x, ir.Buf) and x.type in FLOATS:
-                t, r = x.type, f"(local.get $r{k})"
-                out.append(f"(select {const(t, _NAN[t])} {r} ({t}.ne {r} {r}))")
+                out.append(canon(x.type, f"(local.get $r{k})"))
             else:
                 out.append(f"(local.get $r{k})")
         rtypes = ["i32" if isinstance(x, ir.Buf) else wtype(x.type) for x in results]
@@ -168,9 +175,6 @@ class Module:
         )
 
 
-_NAN = {"f32": 0x7FC00000, "f64": 0x7FF8000000000000}
-
-
 def _canon_buffer(ptr: str, t: str, shape: tuple) -> list[str]:
     """Canonicalise the NaNs of the float buffer at local ``ptr`` in place: 16 bytes a step
     (``bitselect`` of the canonical NaN where a lane is unordered), then element by element."""
@@ -180,7 +184,7 @@ def _canon_buffer(ptr: str, t: str, shape: tuple) -> list[str]:
     for d in shape:
         v = const("i64", d.bits) if isinstance(d, ir.Imm) else f"(local.get $v{d.id})"
         count = f"(i64.mul {count} {v})"
-    nan = const(t, _NAN[t])
+    nan = const(t, NAN_BITS[t])
     x = f"({t}.load (local.get $i))"
     vx = "(v128.load (local.get $i))"
     return [

@@ -223,13 +223,7 @@ class WasmInstance:
         sig = entry_signature(src, fn_name)
         self.lf = program_of(graph, fn_name).functions[fn_name]
         vals, bound = bind_inputs(sig, inputs, dims, _value_in)
-        self.sig, self.fn, self.bound, self.fuel, self.stdout = (
-            sig,
-            sig.function,
-            bound,
-            fuel,
-            stdout,
-        )
+        self.sig, self.fn, self.bound, self.fuel = sig, sig.function, bound, fuel
         if machine is None:
             key = (_module_key(wasm), memory_limit)
             machine = _Machine(key, wasm, memory_limit)

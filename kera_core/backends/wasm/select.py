@@ -22,10 +22,11 @@ bits or memory; this module spells each statement and primitive in WebAssembly:
 from __future__ import annotations
 
 from kera_core.loops import ir, vectorize
+from kera_core.loops.composite import nan
 from kera_core.loops.ir import BITS, FLOATS, Imm, is_float, is_signed
+from kera_core.loops.run_abi import ERROR_NUMBERS
 
-NAN_BITS = {"f32": 0x7FC00000, "f64": 0x7FF8000000000000}
-ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
+NAN_BITS = {t: nan(t).bits for t in FLOATS}  # the canonical NaNs (docs/semantics.md §3)
 
 
 class NotSelected(Exception):
@@ -89,6 +90,11 @@ def store_op(t: str) -> str:
     if n in (4, 8):
         return f"{wtype(t)}.store"
     return f"i32.store{n * 8}"
+
+
+def canon(t: str, e: str) -> str:
+    """``e`` (a side-effect-free expression: it is evaluated twice) with NaN canonical."""
+    return f"(select {const(t, NAN_BITS[t])} {e} ({t}.ne {e} {e}))"
 
 
 def fname(name: str) -> str:
@@ -346,8 +352,7 @@ class FunctionSelector:
 
     # --- primitives ---------------------------------------------------------------------------
     def canon(self, t: str, e: str) -> str:
-        """``e`` (a side-effect-free expression: it is evaluated twice) with NaN canonical."""
-        return f"(select {const(t, NAN_BITS[t])} {e} ({t}.ne {e} {e}))"
+        return canon(t, e)
 
     def op(self, s: ir.Op) -> str:
         name = s.op

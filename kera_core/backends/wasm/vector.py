@@ -26,6 +26,7 @@ many vectors a step jams is decided by the shared layer (kera_core/loops/vectori
 
 from __future__ import annotations
 
+from kera_core.backends.wasm.select import NAN_BITS
 from kera_core.loops import ir
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
 from kera_core.loops.vectorize import LanesPlan, VectorTarget
@@ -60,7 +61,6 @@ INT_OPS = frozenset(
 TARGET = VectorTarget(width_bytes=16, registers=22, ops=OPS, int_ops=INT_OPS, counts_steps=False)
 
 _NAME = {"minimum": "min", "maximum": "max", "roundeven": "nearest"}
-NAN = {"f32": 0x7FC00000, "f64": 0x7FF8000000000000}
 _SIGNED = ("lt", "le", "gt", "ge", "shr", "minimum", "maximum")
 _CONVERT = {
     ("f32", "i32"): "i32x4.trunc_sat_f32x4_s",
@@ -211,7 +211,7 @@ class VectorLoop:
             return xor if name == "ne" else f"(v128.not {xor})"
         if name == "canon":  # the canonical NaN where a lane is unordered
             x = self.operand(a[0], u)
-            nan = self.operand(Imm(t, NAN[t]), u)
+            nan = self.operand(Imm(t, NAN_BITS[t]), u)
             return f"(v128.bitselect {nan} {x} ({shape(t)}.ne {x} {x}))"
         if is_float(t):
             return f"({shape(t)}.{_NAME.get(name, name)} {args})"
