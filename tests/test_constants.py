@@ -1,5 +1,6 @@
 """Constants are checked once: a bad constant is reported once however often it is used,
-an unused one is still reported, cycles and non-constant initializers are K0315, and no
+an unused one is still reported, cycles and non-constant initializers are K0315, a value
+whose evaluation fails (integer division by zero) is K0317 at compile time, and no
 stage reports the same diagnostic twice (`kera check` included)."""
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ BAD = {
     "const C: i64 = { 1 };": "K0315",
     "const C: i64 = x;": "K0315",
     "const C: i64 = C + 1;": "K0315",
+    "const C: i64 = 7 / 0;": "K0317",
+    "const C: u8 = 1u8 % (2u8 - 2u8);": "K0317",
+    "const C: i32 = (3 / (1 - 1)) * 0;": "K0317",
 }
 
 
@@ -76,3 +80,20 @@ def test_no_stage_reports_a_diagnostic_twice(tmp_path) -> None:
         rows = json.loads(out.getvalue())
         seen = [json.dumps(r, sort_keys=True) for r in rows]
         assert len(seen) == len(set(seen)), path
+
+
+def test_a_failing_evaluation_points_at_the_operation() -> None:
+    src = "const Z: i64 = 2 - 2;\nconst C: i64 = 1 + 7 % Z;\npub fn f() -> i64 { C }\n"
+    (d,) = [d for d in analyze(src).diagnostics if d.is_error]
+    assert d.code == "K0317"
+    assert src[d.span.start : d.span.end] == "7 % Z"
+    assert "R0002" in d.message
+
+
+def test_typed_constants_and_operators_evaluate_at_compile_time() -> None:
+    src = (
+        "const TAU: f32 = f32::PI * 2.0;\nconst OK: bool = 1 < 2 && TAU > 6.0 || false;\n"
+        "const W: i32 = -2147483647 - 1;\nconst Q: i32 = W / -1;\n"
+        "pub fn f() -> f32 { if OK { TAU } else { Q as f32 } }\n"
+    )
+    assert codes_of(src) == []

@@ -33,6 +33,7 @@ CODES: dict[str, str] = {
     "K0204": "unknown field",
     "K0205": "unknown function",
     "K0206": "duplicate parameter",
+    "K0207": "function replaces a builtin",
     # types and shapes
     "K0301": "mismatched types",
     "K0302": "shape mismatch",
@@ -50,6 +51,7 @@ CODES: dict[str, str] = {
     "K0314": "break or continue outside a loop",
     "K0315": "unsupported construct",
     "K0316": "invalid axis",
+    "K0317": "constant evaluation fails",
     # ownership and memory spaces
     "K0401": "use after move",
     "K0402": "conflicting borrows",

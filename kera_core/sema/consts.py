@@ -1,11 +1,19 @@
 """Constants, checked once per module: each initializer is a constant expression, no
-constant refers to itself, and each value lowers without error. A use of a constant that
+constant refers to itself, each value lowers without error, and each value is evaluated
+at compile time by the interpreter's own handlers — a checked error there (integer
+division by zero, a cast of NaN to bool …) is K0317 on the operation, not a run-time
+error in every function that uses the constant. A use of a constant that
 failed gets no diagnostic of its own (the constant's are reported once, on the constant),
 so `C + C` with a bad `C` does not repeat `C`'s error at every use."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from kera_core.diagnostics import Diagnostic, error
+from kera_core.interp.errors import InterpError
+from kera_core.interp.ops_impl import HANDLERS
+from kera_core.ir.node import Value
 from kera_core.ir.types import FnType
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.frames import Frame
@@ -39,7 +47,7 @@ def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str]
         e = stack.pop()
         if e is None:
             continue
-        if isinstance(e, ast.Literal):
+        if isinstance(e, ast.Literal | ast.ConstPath):  # `f32::PI`: checked where lowered
             continue
         if isinstance(e, ast.PathExpr):
             ref = e.name.text if e.name is not None else ""
@@ -144,7 +152,41 @@ def check_constants(env: ModuleEnv) -> list[Diagnostic]:
         if not v.is_err:
             lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
         mine = [d for d in lw.diags if c.span.covers(d.span)]
+        if not v.is_err and not any(d.is_error for d in lw.diags) and v.value is not None:
+            failed = _evaluation_error(lw, v.value, name, c.value.span)
+            if failed is not None:
+                mine.append(failed)
         diags += mine
-        if v.is_err or any(d.is_error for d in lw.diags):
+        if v.is_err or any(d.is_error for d in mine):
             bad.add(name)
     return diags
+
+
+def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
+    """Evaluate the lowered constant with the interpreter's handlers (so the compile-time
+    value is the run-time one, bit for bit); the K0317 diagnostic of the first operation
+    that fails, at that operation's span, or None when the value is computed."""
+    results: dict[bytes, object] = {}
+    stack = [(value.node, False)]
+    while stack:
+        h, ready = stack.pop()
+        if h in results:
+            continue
+        node = lw.nodes[h]
+        if not ready:
+            stack.append((h, True))
+            stack.extend((i.node, False) for i in node.inputs if i.node not in results)
+            continue
+        args = [results[i.node] for i in node.inputs]
+        try:
+            with np.errstate(all="ignore"):
+                results[h] = HANDLERS[node.op](node, None, *args)
+        except InterpError as ex:
+            spans = lw.prov.absolute(h)
+            at = min(spans, key=lambda s: s.end - s.start) if spans else whole
+            return error(
+                "K0317",
+                at,
+                f"constant `{name}` cannot be evaluated: {ex.message} ({ex.code} at run time)",
+            )
+    return None

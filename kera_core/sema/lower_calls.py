@@ -81,13 +81,21 @@ class Calls:
         if ref is None:
             return self.err("K0315", e.span, "only named functions can be called")
         name = ref.text
+        local = self.lookup(name)
+        if local is not None:  # a local shadows functions and builtins (language.md §5)
+            shadowed = (
+                " (it shadows the function of that name)"
+                if name in self.env.fns
+                else " (it shadows the builtin of that name)"
+                if name in BUILTINS
+                else ""
+            )
+            return self.err("K0205", callee.span, f"`{name}` is a value, not a function{shadowed}")
         if name in self.env.fns:
             self.uses.append(Use(ref.span, "fn", name=name))
             return self.user_call(e, self.env.fns[name])
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
-        if self.lookup(name) is not None:
-            return self.err("K0205", callee.span, f"`{name}` is a value, not a function")
         cands = [*self.env.fns, *BUILTINS]
         return self.err(
             "K0205", callee.span, f"cannot find function `{name}`" + did_you_mean(name, cands)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kera_core.diagnostics import Diagnostic, Related, error, sort_key
+from kera_core.diagnostics import Diagnostic, Related, error, sort_key, warning
 from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
@@ -33,6 +33,7 @@ from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
 from kera_core.sema.consts import check_constants
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
 from kera_core.sema.lower import FnLowering, LoweredFn
+from kera_core.sema.lower_calls import BUILTINS
 from kera_core.source import Span, encode
 from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
@@ -277,6 +278,15 @@ def _collect_signatures(
                 )
             )
             continue
+        if name in BUILTINS:
+            diags.append(
+                warning(
+                    "K0207",
+                    name_span,
+                    f"function `{name}` replaces the builtin `{name}` in this file: every call "
+                    f"`{name}(…)` here calls this function",
+                )
+            )
         hit = cache.sigs.get(id(green)) if cache is not None else None
         if hit is not None and hit[0] is green and hit[1] == structs_key:
             entry = hit[2]
