@@ -111,3 +111,22 @@ def test_every_target_gives_the_interpreters_bits(target: str) -> None:
     for name, inputs in cases.items():
         want = run_function(m, name, inputs).digest()
         assert run_module(t, m, name, inputs).digest() == want, (target, name)
+
+
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        ("if a > 0.0 { 1.0 } else { f32::PI }", "f32"),
+        ("if a > 0.0 { f64::E } else { 1.0 }", "f64"),
+        ("if a > 0.0 { 2.0 } else if a < 1.0 { 3.0 } else { { f32::TAU } }", "f32"),
+        ("(if a > 0.0 { 1.0 } else { f32::PI }) * 2.0", "f32"),
+    ],
+)
+def test_a_typed_constant_types_the_literals_beside_it(expr: str, want: str) -> None:
+    """An unsuffixed literal in one branch of an `if` takes the type of a typed constant in
+    the other, as it does from any operand of evident type (language.md §6.2)."""
+    src = f"pub fn f(a: f32) -> {want} {{ let v = {expr}; v }}\n"
+    a = analyze(src)
+    assert not a.has_errors, [str(d) for d in a.diagnostics]
+    r = run_function(a.module, "f", {"a": np.float32(-1.0)}, {})
+    assert str(r.outputs[0].type) == want

@@ -560,6 +560,17 @@ class FnLowering(ControlFlow, Calls, Exits):
             return Prim(suffix) if suffix else None
         if isinstance(e, ast.CastExpr) and e.type is not None:
             return TypeResolver(self.env, self.sig.dim_names, []).resolve(e.type)
+        if isinstance(e, ast.ConstPath):  # `f32::PI` is an f32
+            t = e.type_name.text if e.type_name is not None else ""
+            return Prim(t) if type_constants.names_of(t) else None
+        if isinstance(e, ast.IfExpr):  # either branch's evident type (they must agree)
+            for b in (e.then_branch, e.else_branch):
+                t = self.peek_type(b.tail if isinstance(b, ast.Block) else b)
+                if t is not None:
+                    return t
+            return None
+        if isinstance(e, ast.BlockExpr) and e.block is not None:
+            return self.peek_type(e.block.tail)
         if isinstance(e, ast.IndexExpr):
             base = self.peek_type(e.base)
             return base.elem if isinstance(base, Tensor) else None
