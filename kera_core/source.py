@@ -117,6 +117,7 @@ class LineIndex:
         self._line_starts_byte: list[int] = [0]
         ascii_only = text.isascii()
         self._ascii = ascii_only
+        self._strict = True  # byte starts are those of the text's strict UTF-8 encoding
         if "\r" not in text:
             # Line k ends at c_k - 1 and line k+1 starts at c_k, where c_k sums the lengths
             # of lines 0..k plus their "\n": computed in C (split, map, accumulate).
@@ -142,6 +143,7 @@ class LineIndex:
                 starts = [0] + [m.end() for m in _LINE_END_BYTES.finditer(data)]
             self._line_starts_byte = starts
         else:
+            self._strict = False
             starts = [0]
             prev = 0
             acc = 0
@@ -151,6 +153,56 @@ class LineIndex:
                 prev = c
             self._line_starts_byte = starts
             self.len_bytes = utf8_len(text)
+
+    def after_edit(self, start: int, end: int, inserted: str, text: str) -> LineIndex | None:
+        """The index of ``text``, the result of replacing the bytes ``start..end`` of this
+        index's text by ``inserted``, made by splicing: the lines before the edit are kept,
+        those after it shifted (list work in C), only the inserted text is scanned — so an
+        edit in a long file costs little more than one in a short one. None where a splice
+        could differ from a fresh index (a `\r` at either edge or inserted, whose pairing
+        with a neighbouring `\n` may change; text that is not strict UTF-8): build afresh."""
+        if not self._strict or "\r" in inserted or _strict_utf8(inserted) is None:
+            return None
+        old = self.text
+        cs = self.byte_to_char(start)
+        ce = self.byte_to_char(end)
+        if (cs > 0 and old[cs - 1] == "\r") or (ce > cs and old[ce - 1] == "\r"):
+            return None
+        first = self._line_of(self._clamp(start))
+        last = self._line_of(self._clamp(end))
+        dc = len(inserted) - (ce - cs)
+        db = utf8_len(inserted) - (end - start)
+        pieces = inserted.split("\n")
+        new = LineIndex.__new__(LineIndex)
+        new.text = text
+        new._ascii = text.isascii()  # fast in C; a deletion can make a text ASCII
+        new._strict = True
+        new.len_bytes = self.len_bytes + db
+        # each "\n" of the inserted text ends a line and starts the next
+        char_ends = list(accumulate(map(len, pieces[:-1]), lambda a, n: a + n + 1, initial=cs))
+        byte_ends = list(
+            accumulate(map(utf8_len, pieces[:-1]), lambda a, n: a + n + 1, initial=start)
+        )
+        char_ends.pop(0)
+        byte_ends.pop(0)
+        # char_ends[k] is where line k of the insert ends... as an offset *after* its "\n"
+        ends_c = [c - 1 for c in char_ends]
+        new._line_starts_char = [
+            *self._line_starts_char[: first + 1],
+            *char_ends,
+            *map(dc.__add__, self._line_starts_char[last + 1 :]),
+        ]
+        new._line_ends_char = [
+            *self._line_ends_char[:first],
+            *ends_c,
+            *map(dc.__add__, self._line_ends_char[last:]),
+        ]
+        new._line_starts_byte = [
+            *self._line_starts_byte[: first + 1],
+            *byte_ends,
+            *map(db.__add__, self._line_starts_byte[last + 1 :]),
+        ]
+        return new
 
     @property
     def line_count(self) -> int:

@@ -83,7 +83,9 @@ def to_position(index: LineIndex, offset: int, encoding: str = UTF16) -> tuple[i
 
 
 def content_hash(text: str) -> bytes:
-    return hashlib.sha3_256(encode(text)).digest()
+    """A key for analyses by content (in memory only, never stored): SHA-256, which the
+    CPU computes in hardware, ~4× faster than SHA3 on a large file's every edit."""
+    return hashlib.sha256(encode(text)).digest()
 
 
 def _common_affixes(old: str, new: str) -> tuple[int, int]:
@@ -234,7 +236,12 @@ class Document:
             new_full = self.text[: span.start] + new_text + self.text[span.end :]
         else:
             new_full = apply_edit(self.text, edit)
+        old_index = self._index
         self._set_text(new_full, edit)
+        if (
+            old_index is not None and self._index is None
+        ):  # spliced, not rebuilt: the next change needs it at once
+            self._index = old_index.after_edit(span.start, span.end, new_text, new_full)
 
     def replace_text(self, new_text: str) -> None:
         """Replace the whole text (a full-sync change), reparsing only what differs."""

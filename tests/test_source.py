@@ -1,6 +1,6 @@
 """Positions: byte offsets <-> (line, UTF-16 column) <-> (line, UTF-8 column)."""
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kera_core.source import LineIndex, Span, decode, encode, slice_bytes, utf8_len
@@ -109,3 +109,53 @@ def test_line_starts_match_a_line_by_line_reference(text):
     pieces = [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
     assert idx._line_starts_byte == [sum(map(utf8_len, pieces[:k])) for k in range(len(starts))]
     assert idx.len_bytes == utf8_len(text)
+
+
+_EDIT_ALPHABET = st.sampled_from(
+    ["a", "b", " ", "\n", "\r", "\r\n", "é", "€", "😀", "\udc80", "x\ny"]
+)
+_EDIT_TEXT = st.lists(_EDIT_ALPHABET, max_size=30).map("".join)
+
+
+def _fields(ix: LineIndex) -> tuple:
+    return (
+        ix.text,
+        ix._line_starts_char,
+        ix._line_ends_char,
+        ix._line_starts_byte,
+        ix.len_bytes,
+        ix._ascii,
+    )
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    text=_EDIT_TEXT,
+    edits=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 8), _EDIT_TEXT), max_size=6),
+)
+def test_a_spliced_index_equals_a_fresh_one(text: str, edits: list) -> None:
+    """LineIndex.after_edit (the language server's per-keystroke index) gives exactly the
+    index a fresh build gives, or declines (None) — over line breaks of every kind, \\r\\n
+    pairs split and joined at the edit's edges, multi-byte and escaped characters."""
+    ix = LineIndex(text)
+    for at, length, inserted in edits:
+        n = len(text)
+        a = min(at, n)
+        b = min(a + length, n)
+        start, end = utf8_len(text[:a]), utf8_len(text[:a]) + utf8_len(text[a:b])
+        if not ix._strict:
+            start, end = len(encode(text[:a])), len(encode(text[:b]))
+        new_text = text[:a] + inserted + text[b:]
+        spliced = ix.after_edit(start, end, inserted, new_text)
+        fresh = LineIndex(new_text)
+        if spliced is not None:
+            assert _fields(spliced) == _fields(fresh), (text, a, b, inserted)
+        text, ix = new_text, (spliced if spliced is not None else fresh)
+
+
+def test_a_long_file_is_spliced_not_rebuilt() -> None:
+    text = "fn f() {}\n" * 1000
+    ix = LineIndex(text)
+    new = text[:55] + "let x = 1;\nlet y = 2;\n" + text[55:]
+    spliced = ix.after_edit(55, 55, "let x = 1;\nlet y = 2;\n", new)
+    assert spliced is not None and _fields(spliced) == _fields(LineIndex(new))
