@@ -264,11 +264,21 @@ module.exports = grammar({
       optional($.visibility_modifier),
       'fn',
       field('name', $.identifier),
+      optional(field('type_parameters', $.type_parameters)),
       optional(field('dimensions', $.dimension_parameters)),
       field('parameters', $.parameters),
       optional(seq('->', field('return_type', $._type))),
       optional(field('effects', $.effect_list)),
       field('body', $.block),
+    ),
+
+    // `<T: Float, U: Int>`: element-type parameters and their bounds (language.md §3.1.1)
+    type_parameters: $ => seq('<', commaList($.type_parameter), '>'),
+
+    type_parameter: $ => seq(
+      field('name', $._type_identifier),
+      ':',
+      field('bound', alias($.identifier, $.bound)),
     ),
 
     dimension_parameters: $ => seq('[', commaList($.identifier), ']'),

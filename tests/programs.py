@@ -24,6 +24,7 @@ class Names:
     local: str = "v"
     loop: str = "i"
     acc: str = "acc"
+    tparam: str = "T"  # the element-type parameter of a generic function
 
 
 @dataclass(frozen=True)
@@ -91,20 +92,29 @@ def function(draw, index: int):
         "tensor": tensor_result,
         "tail": tail,
         "pub": index == 0 or draw(st.booleans()),
+        # `fn f<T: Float>[N](x: &T[N], …)`: f32 spelled `T`, one instance per float type
+        "generic": draw(st.booleans()),
     }
 
 
 @st.composite
 def program(draw):
     k = draw(st.integers(1, 3))
-    return [draw(function(i)) for i in range(k)]
+    prog = [draw(function(i)) for i in range(k)]
+    for f in prog:  # a generic body calls generic functions only (its `T` may be f64)
+        if f["generic"] and f["call"] is not None and not prog[f["call"]]["generic"]:
+            f["call"] = None
+    return prog
 
 
-def _e(e, nm: Names, sp: str) -> str:
+def _e(e, nm: Names, sp: str, elem: str = "f32") -> str:
+    """An expression; ``elem`` is how `f32` is spelled (`T` in a generic function)."""
     tag = e[0]
     if tag == "a":
         return nm.a
     if tag == "lit":
+        if "::" in e[1] and elem != "f32":  # `f32::PI` is an f32: converted to `T`
+            return f"({e[1]} as {elem})"
         return e[1]
     if tag == "local":
         return f"{nm.local}{e[1]}"
@@ -113,51 +123,52 @@ def _e(e, nm: Names, sp: str) -> str:
     if tag == "dot":
         return f"dot(&{nm.x},{sp}&{nm.y})"
     if tag == "bin":
-        return f"({_e(e[2], nm, sp)}{sp}{e[1]}{sp}{_e(e[3], nm, sp)})"
+        return f"({_e(e[2], nm, sp, elem)}{sp}{e[1]}{sp}{_e(e[3], nm, sp, elem)})"
     if tag == "neg":
-        return f"-({_e(e[1], nm, sp)})"
+        return f"-({_e(e[1], nm, sp, elem)})"
     if tag == "if":
-        return (
-            f"(if {_e(e[1], nm, sp)} > 0.0 {{ {_e(e[2], nm, sp)} }} else {{ {_e(e[3], nm, sp)} }})"
-        )
+        return f"(if {_e(e[1], nm, sp, elem)} > 0.0 {{ {_e(e[2], nm, sp, elem)} }} else {{ {_e(e[3], nm, sp, elem)} }})"
     if tag == "x":
         return nm.x
     if tag == "y":
         return nm.y
     if tag == "tbin":
-        return f"({_e(e[2], nm, sp)}{sp}{e[1]}{sp}{_e(e[3], nm, sp)})"
+        return f"({_e(e[2], nm, sp, elem)}{sp}{e[1]}{sp}{_e(e[3], nm, sp, elem)})"
     if tag == "tscale":
-        return f"({nm.a}{sp}{e[1]}{sp}{_e(e[2], nm, sp)})"
+        return f"({nm.a}{sp}{e[1]}{sp}{_e(e[2], nm, sp, elem)})"
     if tag == "tunary":
-        return f"{e[1]}({_e(e[2], nm, sp)})"
+        return f"{e[1]}({_e(e[2], nm, sp, elem)})"
     raise AssertionError(tag)
 
 
 def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") -> str:
     ind, sp = lay.indent, lay.space
-    ret = f"f32[{nm.dim}]" if f["tensor"] else "f32"
+    generic = f.get("generic", False)
+    t = nm.tparam if generic else "f32"
+    ret = f"{t}[{nm.dim}]" if f["tensor"] else t
     vis = "pub " if f["pub"] else ""
+    tparams = f"<{nm.tparam}:{sp}Float>" if generic else ""
     lines = []
     if lay.comments:
         lines.append(f"/// function {i}")
     lines.append(
-        f"{vis}fn {fname(i)}[{nm.dim}]({nm.x}:{sp}&f32[{nm.dim}],{sp}{nm.y}:{sp}&f32[{nm.dim}],"
-        f"{sp}{nm.a}:{sp}f32)"
+        f"{vis}fn {fname(i)}{tparams}[{nm.dim}]({nm.x}:{sp}&{t}[{nm.dim}],{sp}{nm.y}:{sp}"
+        f"&{t}[{nm.dim}],{sp}{nm.a}:{sp}{t})"
         f"{sp}->{sp}{ret}{sp}{{"
     )
     for j, (_, e) in enumerate(f["stmts"]):
         if lay.comments:
             lines.append(f"{ind}// local {j}")
-        lines.append(f"{ind}let {nm.local}{j}:{sp}f32{sp}={sp}{_e(e, nm, sp)};")
+        lines.append(f"{ind}let {nm.local}{j}:{sp}{t}{sp}={sp}{_e(e, nm, sp, t)};")
     if f["loop"]:
-        lines.append(f"{ind}let mut {nm.acc}:{sp}f32{sp}={sp}0.0;")
+        lines.append(f"{ind}let mut {nm.acc}:{sp}{t}{sp}={sp}0.0;")
         lines.append(f"{ind}for {nm.loop} in 0..{nm.dim}{sp}{{")
         lines.append(f"{ind}{ind}{nm.acc}{sp}+={sp}{nm.x}[{nm.loop}]{sp}*{sp}{nm.a};")
         lines.append(f"{ind}}}")
     if f["call"] is not None:
         callee = f["call"]
         lines.append(f"{ind}let {nm.local}c{sp}={sp}{fname(callee)}({nm.x},{sp}{nm.y},{sp}{nm.a});")
-    lines.append(f"{ind}{_e(f['tail'], nm, sp)}")
+    lines.append(f"{ind}{_e(f['tail'], nm, sp, t)}")
     lines.append("}")
     return "\n".join(lines)
 

@@ -52,7 +52,7 @@ def comment_texts(text: str) -> list[str]:
     return [t for _, t in comments(parse(text).green)]
 
 
-CLOSERS = {")", "]", "}"}
+CLOSERS = {")", "]", "}", ">"}
 
 
 def tokens_modulo_style(text: str) -> list[str]:

@@ -150,7 +150,9 @@ def test_generated_programs_lower_and_variants_agree(prog, rnd):
     assert not a.has_errors, (text, [d.message for d in a.diagnostics])
     assert verify(a.module.graph) == []
     base = a.module.graph.fingerprint()
-    other_names = Names(x="p", y="q", a="alpha", dim="M", local="w", loop="k", acc="total")
+    other_names = Names(
+        x="p", y="q", a="alpha", dim="M", local="w", loop="k", acc="total", tparam="Elem"
+    )
     layout = Layout(indent="\t", space="  ", comments=True, blank="\n\n")
     order = list(range(len(prog)))
     rnd.shuffle(order)

@@ -65,6 +65,10 @@
   name: (identifier) @variable.parameter)
 (dimension_parameters
   (identifier) @variable.parameter)
+(type_parameter
+  name: (type_identifier) @type.parameter)
+(type_parameter
+  bound: (bound) @type.builtin)
 (let_declaration
   name: (identifier) @variable)
 (for_expression

@@ -368,6 +368,12 @@ def cmd_run(args) -> int:
     fn = m.graph.functions.get(args.entry)
     if fn is None or not fn.exported:
         names = ", ".join(f.name for f in m.graph.exported()) or "none"
+        insts = [f.name for f in m.graph.exported() if f.name.startswith(args.entry + "<")]
+        if fn is None and insts:  # a generic function: its instances are the entries
+            raise UsageError(
+                f"`{args.entry}` in {inp.path} is generic: run one of its instances, "
+                + ", ".join(f"--entry '{n}'" for n in insts)
+            )
         what = "is not exported" if fn is not None else "does not exist"
         raise UsageError(f"`{args.entry}` {what} in {inp.path} (exported functions: {names})")
     sig = entry_signature(m, args.entry)

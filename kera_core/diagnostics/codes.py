@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "K0205": "unknown function",
     "K0206": "duplicate parameter",
     "K0207": "function replaces a builtin",
+    "K0208": "unknown bound",
     # types and shapes
     "K0301": "mismatched types",
     "K0302": "shape mismatch",
@@ -52,6 +53,8 @@ CODES: dict[str, str] = {
     "K0315": "unsupported construct",
     "K0316": "invalid axis",
     "K0317": "constant evaluation fails",
+    "K0318": "type argument outside its bound",
+    "K0319": "type parameter not bound by the parameters",
     # ownership and memory spaces
     "K0401": "use after move",
     "K0402": "conflicting borrows",

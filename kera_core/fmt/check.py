@@ -33,6 +33,7 @@ COMMA_LISTS = frozenset(
         K.INDEX_LIST,
         K.ARRAY_EXPR,
         K.DIM_PARAM_LIST,
+        K.TYPE_PARAM_LIST,
         K.SHAPE,
         K.STRUCT_LIT_FIELD_LIST,
         K.FIELD_LIST,

@@ -50,6 +50,7 @@ NO_SPACE_BEFORE = frozenset(
         K.ARG_LIST,
         K.INDEX_LIST,
         K.SHAPE,
+        K.TYPE_PARAM_LIST,
         K.DIM_PARAM_LIST,
         K.PARAM_LIST,
     }
@@ -69,8 +70,8 @@ LISTS: dict[SyntaxKind, bool] = {  # comma-separated lists; value: spaces inside
     K.STRUCT_LIT_FIELD_LIST: True,
 }
 # Types never break: `f32[N, M]` stays whole (a breakable shape in a return type
-# would otherwise break before the parameter list does).
-FLAT_LISTS = frozenset({K.SHAPE})
+# would otherwise break before the parameter list does); nor does `<T: Float>`.
+FLAT_LISTS = frozenset({K.SHAPE, K.TYPE_PARAM_LIST})
 
 # A run of `const` items written on consecutive lines stays together (a table of
 # constants); every other pair of items gets exactly one blank line.

@@ -219,6 +219,12 @@ SPACE_DOCS = {
     "pinned": "memory space: page-locked host memory",
     "unified": "memory space: unified (host and device) memory",
 }
+BOUND_DOCS = {
+    "Float": "bound: the floating-point types `f32` and `f64`",
+    "Int": "bound: the integer types `i8` … `i64` and `u8` … `u64`",
+    "Num": "bound: every numeric type (`Float` and `Int`)",
+}
+
 EFFECT_DOCS = {
     "io": "effect: observable input/output (`print`)",
     "transfer": "effect: moving or copying data between memory spaces (`move_to`, `copy_to`)",

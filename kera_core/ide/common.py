@@ -31,6 +31,7 @@ _NAME_OWNER_KIND = {
     K.LET_STMT: "local",
     K.FOR_EXPR: "loop",
     K.DIM_PARAM: "dim",
+    K.TYPE_PARAM: "tparam",
 }
 
 

@@ -2,7 +2,7 @@
 
 * after `.` on a struct value: its fields;
 * in a type position (after `:` of a parameter, `let`, field or const, after `->`, `&`, `mut`): primitive types and structs;
-* after `@`: memory spaces; in an effect list: effects;
+* after `@`: memory spaces; in an effect list: effects; after `T:` in `<T: …>`: the bounds;
 * elsewhere in a body: the bindings in scope, functions, builtins, constants, structs, keywords;
 * between items: the item keywords.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kera_core.ide import builtins as B
 from kera_core.ide.common import expr_type, local_type, scope_at, token_at, usable
 from kera_core.ide.hover import signature_text
-from kera_core.ir.types import Ref, Struct
+from kera_core.ir.types import BOUNDS, Ref, Struct
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -61,8 +61,10 @@ def complete(a: Analysis, offset: int) -> list[Completion]:
         return [Completion(s, "space", "memory space", B.SPACE_DOCS[s]) for s in B.MEMORY_SPACES]
     if prev is not None and _in_effects(prev):
         return [Completion(e, "effect", "effect", B.EFFECT_DOCS[e]) for e in B.EFFECT_NAMES]
+    if prev is not None and prev.kind == K.COLON and _parent_kind(prev) == K.TYPE_PARAM:
+        return [Completion(b, "bound", _bound_detail(b), B.BOUND_DOCS[b]) for b in BOUNDS]
     if prev is not None and _type_position(prev):
-        return _types(a)
+        return _types(a, offset)
     anchor = root.token_at_offset(offset) or before
     in_fn_body = anchor is not None and any(n.kind == K.BLOCK for n in anchor.ancestors())
     if not in_fn_body:
@@ -87,8 +89,21 @@ def _type_position(prev: SyntaxToken) -> bool:
     return False
 
 
-def _types(a: Analysis) -> list[Completion]:
+def _parent_kind(tok: SyntaxToken):
+    return tok.parent.kind if tok.parent is not None else None
+
+
+def _bound_detail(bound: str) -> str:
+    return f"bound: {' | '.join(BOUNDS[bound])}"
+
+
+def _types(a: Analysis, offset: int) -> list[Completion]:
+    sig = a.sig_at(offset) if a.module is not None else None
     out = [
+        Completion(t.name, "tparam", f"{t.name}: {t.bound}", "type parameter")
+        for t in (sig.type_params if sig is not None else ())
+    ]
+    out += [
         Completion(p, "type", "primitive type", B.PRIMITIVE_DOCS.get(p, "")) for p in B.PRIMITIVES
     ]
     if a.module is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kera_core.ide import builtins as B
 from kera_core.ide.common import Local, local_at_def, local_type, symbol_at, token_at, usable
-from kera_core.ir.types import Ref, Tensor, Type
+from kera_core.ir.types import BOUNDS, Ref, Tensor, Type
 from kera_core.sema.env import FnSig
 from kera_core.source import Span
 from kera_core.syntax import ast
@@ -48,6 +48,8 @@ def signature_text(sig: FnSig) -> str:
         f"{n}: {t.display(dims)}" for n, t in zip(sig.param_names, sig.type.params, strict=False)
     )
     head = ("pub " if sig.exported else "") + f"fn {sig.name}"
+    if sig.is_generic:
+        head += "<" + ", ".join(f"{t.name}: {t.bound}" for t in sig.type_params) + ">"
     if dims:
         head += f"[{', '.join(dims)}]"
     s = f"{head}({ps})"
@@ -59,6 +61,37 @@ def signature_text(sig: FnSig) -> str:
     return s
 
 
+def _instance_hover(doc: Document | None, a: Analysis, generic: FnSig, inst: FnSig) -> str:
+    """A call of a generic function: the instance it calls, then the generic signature."""
+    args = ", ".join(
+        f"`{t.name}` = `{x.name}`" for t, x in zip(inst.type_params, inst.type_args, strict=True)
+    )
+    parts = [
+        _code(signature_text(inst)),
+        f"instance of `{signature_text(generic)}` with {args}",
+        _effects_line(inst.type.effects),
+    ]
+    if generic.doc:
+        parts.append(generic.doc)
+    parts.append(_fingerprint_lines(doc, a, inst.name))
+    return "\n\n".join(parts)
+
+
+def _type_param_hover(a: Analysis, sym) -> str | None:
+    sig = a.sig_at(sym.def_span.start) if sym.def_span is not None else None
+    if sig is None:
+        return None
+    for t, sp in zip(sig.type_params, sig.type_param_spans, strict=True):
+        if sp == sym.def_span:
+            admits = ", ".join(f"`{n}`" for n in BOUNDS[t.bound])
+            return (
+                _code(f"{t.name}: {t.bound}")
+                + f"\n\ntype parameter of `{sig.name}`: one of {admits}, bound at each call"
+                " from the argument types"
+            )
+    return None
+
+
 def _effects_line(effects: tuple[str, ...]) -> str:
     return "effects: " + ", ".join(f"`{e}`" for e in effects) if effects else "effects: none (pure)"
 
@@ -67,8 +100,25 @@ def _fn_hover(doc: Document | None, a: Analysis, sig: FnSig) -> str:
     parts = [_code(signature_text(sig)), _effects_line(sig.type.effects)]
     if sig.doc:
         parts.append(sig.doc)
-    parts.append(_fingerprint_lines(doc, a, sig.name))
+    if sig.is_generic:
+        parts.append(_instance_lines(a, sig))
+    else:
+        parts.append(_fingerprint_lines(doc, a, sig.name))
     return "\n\n".join(parts)
+
+
+def _instance_lines(a: Analysis, sig: FnSig) -> str:
+    """A generic function's instances (one per type its bounds admit) and their hashes."""
+    env = a.module.env if a.module is not None else None
+    graph = a.module.graph.functions if a.module is not None else {}
+    lines = []
+    for name, inst in env.instances.items() if env is not None else ():
+        if inst.generic == sig.name:
+            f = graph.get(name)
+            lines.append(
+                f"`{name}`: `{fingerprint_text(f.hash) if f is not None else 'none (errors)'}`"
+            )
+    return "instances:  \n" + "  \n".join(lines)
 
 
 def _fingerprint_lines(doc: Document | None, a: Analysis, name: str) -> str:
@@ -193,7 +243,12 @@ def _symbol_hover(doc, a: Analysis, sym) -> str | None:
         return None
     if sym.kind == "fn":
         sig = env.fns.get(sym.name)
+        inst = env.instances.get(sym.owner) if sym.owner else None
+        if inst is not None and sig is not None:  # a call of a generic function
+            return _instance_hover(doc, a, sig, inst)
         return _fn_hover(doc, a, sig) if sig is not None else None
+    if sym.kind == "tparam":
+        return _type_param_hover(a, sym)
     if sym.kind == "struct":
         return _struct_hover(a, sym.name)
     if sym.kind == "field":

@@ -20,7 +20,9 @@ from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.workspace import Analysis
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-RENAMEABLE = frozenset({"fn", "struct", "field", "const", "local", "param", "loop", "dim"})
+RENAMEABLE = frozenset(
+    {"fn", "struct", "field", "const", "local", "param", "loop", "dim", "tparam"}
+)
 
 
 class RenameError(Exception):
@@ -79,6 +81,16 @@ class RenameEdit:
     new_text: str
 
 
+def _type_param_clash(a: Analysis, sym: Symbol, new_name: str) -> bool:
+    """Would `T` renamed to ``new_name`` meet a name its function's signature has (K0206)?"""
+    sig = a.sig_at(sym.def_span.start) if sym.def_span is not None else None
+    if new_name in B.PRIMITIVES:
+        return True
+    if sig is None:
+        return False
+    return new_name in sig.dim_names or new_name in [t.name for t in sig.type_params]
+
+
 def rename(a: Analysis, offset: int, new_name: str) -> list[RenameEdit]:
     prepare_rename(a, offset)
     sym = symbol_at(a, offset)
@@ -97,6 +109,7 @@ def rename(a: Analysis, offset: int, new_name: str) -> list[RenameEdit]:
             or (sym.kind == "struct" and (new_name in env.structs or new_name in B.PRIMITIVES))
             or (sym.kind == "const" and new_name in env.consts)
             or (sym.kind == "field" and (sym.owner, new_name) in env.field_spans)
+            or (sym.kind == "tparam" and _type_param_clash(a, sym, new_name))
         )
         if clash:
             raise RenameError(f"`{new_name}` is already defined")

@@ -43,8 +43,10 @@ def _check(a: Analysis, fn: str, target: str):
     if t is None:
         names = ", ".join(x.name for x in registry.available())
         raise TargetError(f"unknown target `{target}` (available: {names})")
-    if fn not in a.module.env.fns:
+    if fn not in a.module.env.fns and fn not in a.module.env.instances:
         raise TargetError(f"no function `{fn}` in this document")
+    if a.module.env.fns.get(fn) is not None and a.module.env.fns[fn].is_generic:
+        raise TargetError(f"`{fn}` is generic: compile one of its instances (`{fn}<f32>`, …)")
     if fn not in a.module.graph.functions:
         raise TargetError(f"`{fn}` has errors; fix them to compile it")
     why = t.unsupported(a.module.graph, fn)
@@ -133,13 +135,24 @@ def code_lenses(a: Analysis) -> list[Lens]:
         return []
     out = []
     for sig in sorted(a.module.env.fns.values(), key=lambda s: s.span.start):
-        f = a.module.graph.functions.get(sig.name)
-        if f is None:
-            continue
-        short = f.hash.hex()[:8]
-        for target in compilable_targets(a, sig.name):
-            out.append(Lens(sig.name_span, f"fingerprint {short}… · {target}", sig.name, target))
+        for name in _graph_names(a, sig):
+            f = a.module.graph.functions.get(name)
+            if f is None:
+                continue
+            short = f.hash.hex()[:8]
+            which = f"{name} " if name != sig.name else ""
+            for target in compilable_targets(a, name):
+                out.append(
+                    Lens(sig.name_span, f"{which}fingerprint {short}… · {target}", name, target)
+                )
     return out
+
+
+def _graph_names(a: Analysis, sig) -> list[str]:
+    """The graph functions of a function: itself, or the instances of a generic one."""
+    if not sig.is_generic or a.module is None:
+        return [sig.name]
+    return [n for n, inst in a.module.env.instances.items() if inst.generic == sig.name]
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,7 @@ def compile_actions(a: Analysis, span: Span) -> list[CompileAction]:
     if sig is None:
         return []
     return [
-        CompileAction(f"Compile `{sig.name}` to {t}", sig.name, t)
-        for t in compilable_targets(a, sig.name)
+        CompileAction(f"Compile `{name}` to {t}", name, t)
+        for name in _graph_names(a, sig)
+        for t in compilable_targets(a, name)
     ]

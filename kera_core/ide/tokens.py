@@ -53,12 +53,14 @@ _DECL = {
     K.LET_STMT: ("variable", DECL),
     K.FOR_EXPR: ("variable", DECL),
     K.DIM_PARAM: ("typeParameter", DECL),
+    K.TYPE_PARAM: ("typeParameter", DECL),
 }
 _USE = {
     "local": ("variable", 0),
     "loop": ("variable", 0),
     "param": ("parameter", 0),
     "dim": ("typeParameter", 0),
+    "tparam": ("typeParameter", 0),
     "fn": ("function", 0),
     "struct": ("struct", 0),
     "const": ("variable", READONLY),
@@ -134,6 +136,8 @@ def _classify_token(tok, off, anc, uses, env, mutable_defs):
     if k == K.DOC_COMMENT:
         return ("comment", DOC)
     if k in _OPERATORS:
+        if anc and anc[0] == K.TYPE_PARAM_LIST:  # the brackets of `<T: Float>`
+            return None
         return ("operator", 0)
     return None
 
@@ -154,6 +158,8 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
         return (name, mods)
     if parent == K.EFFECT:
         return ("enumMember", 0)
+    if parent == K.BOUND:  # `Float` in `<T: Float>`
+        return ("type", LIB)
     if parent != K.NAME_REF:
         return None
     u = uses.get(off)

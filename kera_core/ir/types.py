@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kera_core.ir.encoding import Writer, digest
 
@@ -23,7 +23,17 @@ PRIM_NAMES = ("bool", *INT_TYPES, *FLOAT_TYPES)
 SPACES = ("host", "device", "pinned", "unified")
 EFFECTS = ("io", "alloc", "transfer", "random", "time")
 
-_TAG = {"prim": 1, "tensor": 2, "struct": 3, "ref": 4, "fn": 5, "unit": 6, "token": 7, "range": 8}
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "Float": FLOAT_TYPES,
+    "Int": INT_TYPES,
+    "Num": (*FLOAT_TYPES, *INT_TYPES),
+}
+"""The bounds of element-type parameters (`fn f<T: Float>`) and the types each admits."""
+
+_TAG = {
+    "prim": 1, "tensor": 2, "struct": 3, "ref": 4, "fn": 5, "unit": 6, "token": 7, "range": 8,
+    "tparam": 9,
+}  # fmt: skip
 
 
 DISPLAY_DIMS: ContextVar[tuple[str, ...]] = ContextVar("DISPLAY_DIMS", default=())
@@ -118,6 +128,30 @@ class Prim(Type):
 
 
 @dataclass(frozen=True, eq=True)
+class TypeParam(Type):
+    """An element-type parameter of a generic function: the ``index``-th of its type
+    parameters, with its bound (`T: Float`). Positional like :class:`Sym`, so renaming `T`
+    changes no hash; ``name`` is for display only. It occurs in a generic function's
+    signature, never in the graph: each instance has the parameter replaced
+    (:func:`instantiate`)."""
+
+    index: int
+    bound: str
+    name: str = field(default="", compare=False)
+
+    def encode(self, w: Writer) -> None:
+        w.u8(_TAG["tparam"])
+        w.uvar(self.index)
+        w.str(self.bound)
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        return self.name or f"$T{self.index}"
+
+    def admits(self, t: Type) -> bool:
+        return isinstance(t, Prim) and t.name in BOUNDS[self.bound]
+
+
+@dataclass(frozen=True, eq=True)
 class Unit(Type):
     def encode(self, w: Writer) -> None:
         w.u8(_TAG["unit"])
@@ -193,7 +227,7 @@ class Tensor(Type):
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
         dims = ", ".join(display_dim(d, dim_names) for d in self.shape)
-        s = f"{self.elem.name}[{dims}]"
+        s = f"{self.elem.display(dim_names)}[{dims}]"
         return s if self.space == "host" else f"{s} @{self.space}"
 
     @property
@@ -300,4 +334,39 @@ def substitute(t: Type, binding: dict[int, Dim]) -> Type:
         return Ref(substitute(t.inner, binding), t.mutable)
     if isinstance(t, Struct):
         return Struct(t.name, tuple((n, substitute(ft, binding)) for n, ft in t.fields))
+    return t
+
+
+def has_type_params(t: Type) -> bool:
+    """Does ``t`` mention an element-type parameter (`T`)?"""
+    if isinstance(t, TypeParam):
+        return True
+    if isinstance(t, Tensor):
+        return isinstance(t.elem, TypeParam)
+    if isinstance(t, Ref):
+        return has_type_params(t.inner)
+    if isinstance(t, FnType):
+        return any(has_type_params(p) for p in (*t.params, t.result))
+    return False
+
+
+def instantiate(t: Type, args) -> Type:
+    """``t`` with each element-type parameter replaced: ``args`` maps a parameter's index
+    to its type (a sequence or a dict; a parameter it lacks stays)."""
+    if isinstance(t, TypeParam):
+        if isinstance(args, dict):
+            return args.get(t.index, t)
+        return args[t.index] if t.index < len(args) else t
+    if isinstance(t, Tensor):
+        elem = instantiate(t.elem, args)
+        return t if elem is t.elem else Tensor(elem, t.shape, t.space)  # type: ignore[arg-type]
+    if isinstance(t, Ref):
+        return Ref(instantiate(t.inner, args), t.mutable)
+    if isinstance(t, FnType):
+        return FnType(
+            t.n_dims,
+            tuple(instantiate(p, args) for p in t.params),
+            instantiate(t.result, args),
+            t.effects,
+        )
     return t

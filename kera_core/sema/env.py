@@ -17,11 +17,13 @@ from kera_core.ir.types import (
     SPACES,
     UNIT,
     FnType,
+    Prim,
     Ref,
     Struct,
     Sym,
     Tensor,
     Type,
+    TypeParam,
 )
 from kera_core.sema import literals
 from kera_core.source import Span
@@ -74,10 +76,36 @@ class FnSig:
     doc: str
     ast: ast.Fn
     uses: list[Use] = field(default_factory=list)  # names in the signature, absolute
+    # A generic function (`fn f<T: Float>`): its element-type parameters, whose
+    # TypeParams ``type`` mentions, and their declarations' spans. An instance
+    # (`f<f32>`) has the same ``type_params`` and its ``type_args``, and ``generic``
+    # names the generic function; its ``type`` has them substituted.
+    type_params: tuple[TypeParam, ...] = ()
+    type_param_spans: tuple[Span, ...] = ()
+    type_args: tuple[Prim, ...] = ()
+    generic: str = ""
 
     @property
     def has_effects(self) -> bool:
         return bool(self.type.effects)
+
+    @property
+    def is_generic(self) -> bool:
+        return bool(self.type_params) and not self.type_args
+
+    def type_names(self) -> dict[str, tuple[Type, Span]]:
+        """What each type parameter's name means in this signature's body: the
+        TypeParam in a generic signature, the type argument in an instance."""
+        vals = self.type_args or self.type_params
+        return {
+            tp.name: (v, sp)
+            for tp, v, sp in zip(self.type_params, vals, self.type_param_spans, strict=True)
+        }
+
+
+def instance_name(generic: str, args) -> str:
+    """`axpy<f32>`: the graph name of a generic function's instance."""
+    return f"{generic}<{', '.join(a.name for a in args)}>"
 
 
 @dataclass
@@ -96,6 +124,9 @@ class ModuleEnv:
     field_spans: dict[tuple[str, str], Span] = field(default_factory=dict)
     consts: dict[str, ConstDef] = field(default_factory=dict)
     fns: dict[str, FnSig] = field(default_factory=dict)
+    # the instances of generic functions, by graph name (`axpy<f32>`): one per
+    # combination of the types their bounds admit (language.md §3.1.1)
+    instances: dict[str, FnSig] = field(default_factory=dict)
     uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
     bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
 
@@ -140,12 +171,14 @@ class TypeResolver:
         diags: list[Diagnostic],
         uses: list[Use] | None = None,
         dim_spans: tuple[Span, ...] = (),
+        type_names: dict[str, tuple[Type, Span]] | None = None,
     ) -> None:
         self.env = env
         self.dims = dims
         self.diags = diags
         self.uses = uses if uses is not None else []
         self.dim_spans = dim_spans
+        self.type_names = type_names or {}
 
     def resolve(self, t: ast.Type | None) -> Type | None:
         if t is None:
@@ -186,7 +219,7 @@ class TypeResolver:
             base = self._named(elem.name if elem else None)
             if base is None:
                 return None
-            if base not in PRIMS.values():
+            if base not in PRIMS.values() and not isinstance(base, TypeParam):
                 self.diags.append(
                     error("K0301", t.span, f"tensor elements must be primitive, not `{base}`")
                 )
@@ -235,6 +268,10 @@ class TypeResolver:
         if ref is None:
             return None
         name = ref.text
+        if name in self.type_names:
+            t, decl = self.type_names[name]
+            self.uses.append(Use(ref.span, "tparam", decl, name))
+            return t
         if name in PRIMS:
             return PRIMS[name]
         if name in self.env.structs:

@@ -196,7 +196,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         self.uses: list[Use] = []
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
         dim_spans = tuple(d.span for d in sig.ast.dim_params) if sig.ast is not None else ()
-        self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans)
+        self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans, sig.type_names())
 
     # --- diagnostics ---------------------------------------------------------------
     def err(self, code: str, span: Span, msg: str, **kw) -> Val:
@@ -559,7 +559,9 @@ class FnLowering(ControlFlow, Calls, Exits):
             suffix = literals.split_suffix(tok.text)[1]
             return Prim(suffix) if suffix else None
         if isinstance(e, ast.CastExpr) and e.type is not None:
-            return TypeResolver(self.env, self.sig.dim_names, []).resolve(e.type)
+            return TypeResolver(
+                self.env, self.sig.dim_names, [], type_names=self.sig.type_names()
+            ).resolve(e.type)
         if isinstance(e, ast.ConstPath):  # `f32::PI` is an f32
             t = e.type_name.text if e.type_name is not None else ""
             return Prim(t) if type_constants.names_of(t) else None

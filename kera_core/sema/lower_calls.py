@@ -6,6 +6,7 @@ from kera_core.diagnostics import Edit, Fix, Related
 from kera_core.ir import ops
 from kera_core.ir.node import Node
 from kera_core.ir.types import (
+    BOUNDS,
     I64,
     SPACES,
     TOKEN,
@@ -13,13 +14,16 @@ from kera_core.ir.types import (
     Ref,
     Tensor,
     Type,
+    TypeParam,
     Unit,
     elem_of,
+    has_type_params,
+    instantiate,
     strip_ref,
     substitute,
 )
 from kera_core.sema import literals
-from kera_core.sema.env import FnSig, Use, did_you_mean
+from kera_core.sema.env import FnSig, Use, did_you_mean, instance_name
 from kera_core.sema.frames import ERR_VAL, Val
 from kera_core.source import Span
 from kera_core.syntax import ast
@@ -150,11 +154,21 @@ class Calls:
                 f"`{sig.name}` takes {len(params)} argument(s) but {len(args)} were given",
                 related=(Related(sig.name_span, f"`{sig.name}` is defined here"),),
             )
-        binding: dict[int, object] = {}
+        binding: dict = {}  # dimension index -> Dim; ("T", index) -> a type parameter's type
         vals: list[Val] = []
         mut_targets: list[str] = []
         ok = True
-        for i, (pt, arg) in enumerate(zip(params, args, strict=True)):
+        # An unsuffixed literal for a `T` parameter waits until the other arguments
+        # have bound `T` (`axpy(2.0, &x, &mut y)` with `x: &f32[N]` passes 2.0 as f32).
+        order = list(range(len(args)))
+        if sig.is_generic:
+            from kera_core.sema.lower import _is_untyped_literal
+
+            late = [i for i in order if has_type_params(params[i]) and _is_untyped_literal(args[i])]
+            order = [i for i in order if i not in late] + late
+        got: dict[int, Val] = {}
+        for i in order:
+            pt, arg = params[i], args[i]
             if isinstance(pt, Ref) and pt.mutable:
                 v = self._mut_arg(arg, sig, i)
                 if v.is_err:
@@ -162,15 +176,22 @@ class Calls:
                     continue
                 mut_targets.append(arg.operand.name.text)  # type: ignore[union-attr]
             else:
-                v = self.expr(arg, substitute(pt, binding))  # type: ignore[arg-type]
+                want = substitute(self._bound_types(pt, binding), binding)  # type: ignore[arg-type]
+                v = self.expr(arg, None if has_type_params(want) else want)
                 if v.is_err:
                     ok = False
                     continue
             if not self.unify(pt, v.type, binding, arg, sig, i):
                 ok = False
-            vals.append(v)
+            got[i] = v
+        vals = [got[i] for i in sorted(got)]
         for eff in sig.type.effects:
             ok &= self.need_effect(eff, e.span, f"`{sig.name}`")
+        if ok and sig.is_generic:
+            args_t = tuple(binding[("T", t.index)] for t in sig.type_params)
+            sig = self.env.instances[instance_name(sig.name, args_t)]
+            params = sig.type.params  # `T` replaced: the outputs' types are the instance's
+            self._note_instance(e, sig)
         callee = self.callees.get(sig.name)
         if not ok or callee is None:
             return ERR_VAL
@@ -194,6 +215,57 @@ class Calls:
         for j, name in enumerate(mut_targets):
             self._set_anywhere(name, Val(node.out(k + j), node.types[k + j]))
         return value
+
+    @staticmethod
+    def _bound_types(t: Type, binding: dict) -> Type:
+        """``t`` with the type parameters bound so far replaced."""
+        if not has_type_params(t):
+            return t
+        return instantiate(t, {k[1]: v for k, v in binding.items() if isinstance(k, tuple)})
+
+    def _note_instance(self, e: ast.CallExpr, inst: FnSig) -> None:
+        """Remember which instance a call of a generic function calls (hover shows it)."""
+        callee = e.callee
+        if isinstance(callee, ast.PathExpr) and callee.name is not None:
+            span = callee.name.span
+            for j in range(len(self.uses) - 1, -1, -1):
+                u = self.uses[j]
+                if u.span == span and u.kind == "fn":
+                    self.uses[j] = Use(u.span, u.kind, u.def_span, u.name, inst.name)
+                    break
+
+    def _bind_type_param(
+        self, tp: TypeParam, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int
+    ) -> bool:
+        """Bind `T` at a call from an argument's (element) type: it must be a type the bound
+        admits (K0318) and the same as any earlier argument gave (K0301)."""
+        decl = sig.type_param_spans[tp.index]
+        related = (Related(decl, f"`{tp.name}: {tp.bound}` is declared here"),)
+        pname = sig.param_names[i]
+        bound = binding.get(("T", tp.index))
+        if bound is not None:
+            if bound == at:
+                return True
+            self.err(
+                "K0301",
+                arg.span,
+                f"mismatched types: type parameter `{tp.name}` of `{sig.name}` is "
+                f"{self.show(bound)} from an earlier argument, but `{pname}` gives {self.show(at)}",
+                related=related,
+            )
+            return False
+        if not tp.admits(at):
+            admits = ", ".join(f"`{n}`" for n in BOUNDS[tp.bound])
+            self.err(
+                "K0318",
+                arg.span,
+                f"`{sig.name}` needs `{tp.name}: {tp.bound}` ({admits}), but `{pname}` makes "
+                f"`{tp.name}` {self.show(at)}",
+                related=related,
+            )
+            return False
+        binding[("T", tp.index)] = at
+        return True
 
     def _set_anywhere(self, name: str, val: Val) -> None:
         self._set(name, val)
@@ -270,8 +342,15 @@ class Calls:
             p, a = p.inner, a.inner
         elif isinstance(a, Ref):
             return mismatch(" (pass the value, not a borrow)")
+        if isinstance(p, TypeParam):
+            return self._bind_type_param(p, a, binding, arg, sig, i)
         if isinstance(p, Tensor):
-            if not isinstance(a, Tensor) or a.elem != p.elem or a.rank != p.rank:
+            if not isinstance(a, Tensor) or a.rank != p.rank:
+                return mismatch()
+            if isinstance(p.elem, TypeParam):
+                if not self._bind_type_param(p.elem, a.elem, binding, arg, sig, i):
+                    return False
+            elif a.elem != p.elem:
                 return mismatch()
             if a.space != p.space:
                 return self.space_mismatch(pt, a, p, arg, sig, i)

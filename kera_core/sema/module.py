@@ -21,6 +21,8 @@ lowered against a stand-in callee hash, for its diagnostics, and again on demand
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,9 +31,31 @@ from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.provenance import FnProvenance, Provenance
-from kera_core.ir.types import UNIT, FnType, Prim, Struct, Sym, Tensor, Type
+from kera_core.ir.types import (
+    BOUNDS,
+    PRIMS,
+    UNIT,
+    FnType,
+    Prim,
+    Ref,
+    Struct,
+    Sym,
+    Tensor,
+    Type,
+    TypeParam,
+    instantiate,
+)
 from kera_core.sema.consts import check_constants
-from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, TypeResolver, Use, resolve_effects
+from kera_core.sema.env import (
+    ConstDef,
+    FnSig,
+    ModuleEnv,
+    TypeResolver,
+    Use,
+    did_you_mean,
+    instance_name,
+    resolve_effects,
+)
 from kera_core.sema.lower import FnLowering, LoweredFn
 from kera_core.sema.lower_calls import BUILTINS
 from kera_core.source import Span, encode
@@ -111,12 +135,15 @@ class Module:
         diagnostics: list[Diagnostic],
         functions: dict[str, LoweredFn],
         finish=None,
+        instances: dict[str, LoweredFn] | None = None,
     ) -> None:
         self._graph = graph
         self._provenance = provenance
         self.env = env
         self.diagnostics = diagnostics
-        self.functions = functions
+        self.functions = functions  # by source name; a generic one: see _representative
+        # every lowering by graph name: the functions and each generic one's instances
+        self.lowered = instances if instances is not None else functions
         self._finish = finish  # () -> (Graph, Provenance), replacing deferred functions
 
     @property
@@ -294,23 +321,25 @@ def _collect_signatures(
             entry = _signature(fn, env)
             if cache is not None:
                 cache.sigs[id(green)] = (green, structs_key, entry)
-        base, ftype, dims, names, exported, doc, uses, fn_diags = entry
+        base, ftype, dims, names, exported, doc, uses, fn_diags, tparams, tspans = entry
         delta = start - base
         diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
         if ftype is None:
             continue
+        sig_uses = _ShiftedUses(uses, delta) if delta else list(uses)
+        tspans = tuple(sp.shifted(delta) for sp in tspans) if delta else tspans
         env.fns[name] = FnSig(
-            name,
-            ftype,
-            dims,
-            names,
-            exported,
-            fn_span,
-            name_span,
-            doc,
-            fn,
-            _ShiftedUses(uses, delta) if delta else list(uses),
-        )
+            name, ftype, dims, names, exported, fn_span, name_span, doc, fn, sig_uses,
+            tparams, tspans,
+        )  # fmt: skip
+        for args in itertools.product(*[[PRIMS[n] for n in BOUNDS[t.bound]] for t in tparams]):
+            if not tparams:
+                break
+            inst = instance_name(name, args)
+            env.instances[inst] = FnSig(
+                inst, instantiate(ftype, args), dims, names, exported, fn_span, name_span, doc,
+                fn, sig_uses, tparams, tspans, tuple(args), name,
+            )  # fmt: skip
 
 
 def _name_rel(fn: ast.Fn) -> tuple[str, int, int] | None:
@@ -327,16 +356,69 @@ def _name_of(fn: ast.Fn, cache: LoweringCache) -> tuple[str, int, int] | None:
     return cache.memo(cache.names, fn.syntax.green, lambda: _name_rel(fn))
 
 
+def _type_params(fn: ast.Fn, diags: list[Diagnostic]) -> tuple[list[TypeParam], list[Span]]:
+    """`<T: Float, U: Int>`: each parameter with its bound, and its name's span. A bad one
+    (a bound that does not exist, a name twice or a type's name) is reported and still
+    kept, with the bound `Num`, so the body is checked and names resolve."""
+    tps: list[TypeParam] = []
+    spans: list[Span] = []
+    for tp in fn.type_params:
+        if tp.name is None:
+            continue
+        name = tp.name.text
+        bound_node = tp.bound
+        bound = bound_node.text.strip() if bound_node is not None else ""
+        if name in PRIMS or name in [t.name for t in tps]:
+            what = "a primitive type" if name in PRIMS else "declared twice"
+            diags.append(error("K0206", tp.name.span, f"type parameter `{name}` is {what}"))
+            continue
+        if bound_node is not None and bound not in BOUNDS:
+            diags.append(
+                error(
+                    "K0208",
+                    bound_node.span,
+                    f"unknown bound `{bound}`; the bounds are "
+                    + ", ".join(f"`{b}` ({', '.join(BOUNDS[b])})" for b in BOUNDS)
+                    + did_you_mean(bound, BOUNDS),
+                )
+            )
+        if bound not in BOUNDS:
+            bound = "Num"
+        tps.append(TypeParam(len(tps), bound, name))
+        spans.append(tp.name.span)
+    return tps, spans
+
+
+def _mentions(t: Type, index: int) -> bool:
+    if isinstance(t, TypeParam):
+        return t.index == index
+    if isinstance(t, Tensor):
+        return isinstance(t.elem, TypeParam) and t.elem.index == index
+    inner = getattr(t, "inner", None)
+    return inner is not None and _mentions(inner, index)
+
+
 def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
-    """One function's signature as (base, type or None, dims, names, pub, doc, uses, diags)."""
+    """One function's signature as (base, type or None, dims, names, pub, doc, uses, diags,
+    type parameters, their spans)."""
     diags: list[Diagnostic] = []
+    tparams, tspans = _type_params(fn, diags)
     dims: list[str] = []
     for d in fn.dim_params:
         if d.text in dims:
             diags.append(error("K0206", d.span, f"dimension `{d.text}` is declared twice"))
+        elif d.text in [t.name for t in tparams]:
+            diags.append(error("K0206", d.span, f"`{d.text}` is already a type parameter"))
         dims.append(d.text)
     sig_uses: list[Use] = []
-    resolver = TypeResolver(env, tuple(dims), diags, sig_uses, tuple(d.span for d in fn.dim_params))
+    resolver = TypeResolver(
+        env,
+        tuple(dims),
+        diags,
+        sig_uses,
+        tuple(d.span for d in fn.dim_params),
+        {t.name: (t, sp) for t, sp in zip(tparams, tspans, strict=True)},
+    )
     params: list[Type] = []
     names: list[str] = []
     ok = True
@@ -366,6 +448,17 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
                     )
                 )
                 ok = False
+        for t, sp in zip(tparams, tspans, strict=True):
+            if not any(_mentions(p, t.index) for p in params):
+                diags.append(
+                    error(
+                        "K0319",
+                        sp,
+                        f"type parameter `{t.name}` must appear in a parameter type, so that"
+                        " each call binds it",
+                    )
+                )
+                ok = False
     ftype = FnType(len(dims), tuple(params), result, effects) if ok else None  # type: ignore[arg-type]
     base = fn.span.start
     return (
@@ -377,6 +470,8 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
         fn.doc,
         tuple(sig_uses),
         tuple(diags),
+        tuple(tparams),
+        tuple(tspans),
     )
 
 
@@ -636,6 +731,14 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
         for name, sig in env.fns.items()
     }
     order = _order(env, diags, callees)
+    # What is lowered: each function, or each instance of a generic one (callees first)
+    units_of = {n: _instances_of(env, n) for n in order}
+    units = [u for n in order for u in units_of[n]]
+    unit_sig = {u: env.instances.get(u) or env.fns[u] for u in units}
+    unit_callees = {
+        u: [c for callee in callees[unit_sig[u].generic or u] for c in _instances_of(env, callee)]
+        for u in units
+    }
     src: list[bytes | None] = []  # the file's UTF-8, encoded for the first digest needed
 
     def text_digest(green, start: int) -> bytes:
@@ -651,12 +754,14 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
     live_shapes: set[bytes] = set()
     texts: dict[str, bytes] = {}
     called_of: dict[str, list[str]] = {}
-    for name in order:
-        sig = env.fns[name]
-        called = called_of[name] = sorted(set(callees[name]))
+    per_instance: dict[str, list[Diagnostic]] = {}
+    for name in units:
+        sig = unit_sig[name]
+        called = called_of[name] = sorted(set(unit_callees[name]))
         green = sig.ast.syntax.green
-        text = texts[name] = cache.memo(
-            cache.texts, green, lambda g=green, s=sig: text_digest(g, s.span.start)
+        text = texts[name] = _with_type_args(
+            cache.memo(cache.texts, green, lambda g=green, s=sig: text_digest(g, s.span.start)),
+            sig,
         )
         lf: LoweredFn | None = None
         key = None
@@ -687,13 +792,23 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
             cache.lowered += 1
         lf.shape = skey
         lowered[name] = lf
-        diags.extend(lf.diagnostics)
+        if sig.generic:
+            per_instance[name] = lf.diagnostics
+        else:
+            diags.extend(lf.diagnostics)
         if not final:
             deferred.append(name)
             if lf.function is not None:
                 stand_ins[name] = _StandIn(name)
         elif lf.function is not None:
             done[name] = lf.function
+    functions = {n: lowered[n] for n in order if n in lowered}
+    for n in order:
+        if env.fns[n].is_generic:
+            insts = units_of[n]
+            merged = _merged_diagnostics(env.fns[n], [unit_sig[u] for u in insts], per_instance)
+            diags.extend(merged)
+            functions[n] = _representative(env.fns[n], [lowered[u] for u in insts], merged)
     cache.prune(live, live_shapes)
     alive = {id(sig.ast.syntax.green) for sig in env.fns.values()}
     for table in (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names):
@@ -708,7 +823,7 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
     def _finish() -> tuple[Graph, Provenance]:
         final = dict(done)
         for name in deferred:
-            sig = env.fns[name]
+            sig = unit_sig[name]
             called = called_of[name]
             key = _cache_key(
                 texts[name], env_digest, [final[c].hash if c in final else b"" for c in called]
@@ -721,14 +836,102 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
             lf = _rebased(lf, sig)
             lf.shape = lowered[name].shape
             lowered[name] = lf  # the same analysis, now with its final graph
+            if name in functions:
+                functions[name] = lf
             if lf.function is not None:
                 final[name] = lf.function
-        return _assemble(order, lowered)
+        return _assemble(units, lowered)
 
     if not deferred:
-        graph, prov = _assemble(order, lowered)
-        return Module(graph, prov, env, diags, lowered)
-    return Module(None, None, env, diags, lowered, finish)
+        graph, prov = _assemble(units, lowered)
+        return Module(graph, prov, env, diags, functions, instances=lowered)
+    return Module(None, None, env, diags, functions, finish, instances=lowered)
+
+
+def _instances_of(env: ModuleEnv, name: str) -> list[str]:
+    """What lowering ``name`` means: the function itself, or each instance of a generic one."""
+    sig = env.fns[name]
+    if not sig.is_generic:
+        return [name]
+    return [u for u, inst in env.instances.items() if inst.generic == name]
+
+
+def _with_type_args(text: bytes, sig: FnSig) -> bytes:
+    """An instance's text key: the generic function's text and the type arguments."""
+    if not sig.type_args:
+        return text
+    w = Writer()
+    w.raw(text)
+    for a in sig.type_args:
+        w.raw(a.hash)
+    return digest("fn", w.getvalue())
+
+
+def _merged_diagnostics(
+    generic: FnSig, instances: list[FnSig], per_instance: dict[str, list[Diagnostic]]
+) -> list[Diagnostic]:
+    """A generic function's diagnostics, from checking its body once per instance: each
+    error once, at the definition. One that only some instances have (or whose message
+    names the type) says for which type arguments (`with T = i32, which `T: Num`
+    admits`)."""
+    by_key: dict[tuple, list[tuple[FnSig, Diagnostic]]] = {}
+    for inst in instances:
+        for d in per_instance.get(inst.name, ()):
+            by_key.setdefault((d.code, d.span.start, d.span.end), []).append((inst, d))
+    out: list[Diagnostic] = []
+    for found in by_key.values():
+        inst, d = found[0]
+        if len(found) < len(instances) or len({x.message for _, x in found}) > 1:
+            args = ", ".join(
+                f"`{tp.name}` = `{a.name}`"
+                for tp, a in zip(inst.type_params, inst.type_args, strict=True)
+            )
+            bounds = ", ".join(f"`{tp.name}: {tp.bound}`" for tp in inst.type_params)
+            notes = tuple(
+                Related(sp, f"`{tp.name}: {tp.bound}` admits `{a.name}`")
+                for tp, a, sp in zip(
+                    inst.type_params, inst.type_args, inst.type_param_spans, strict=True
+                )
+            )
+            d = dataclasses.replace(
+                d,
+                message=f"{d.message} (with {args}, which {bounds} admits)",
+                related=(*d.related, *notes),
+            )
+        out.append(d)
+    return out
+
+
+def _representative(
+    generic: FnSig, instances: list[LoweredFn], diagnostics: list[Diagnostic]
+) -> LoweredFn:
+    """What a generic function's entry in ``Module.functions`` holds: the generic signature,
+    the diagnostics of all its instances, and its first instance's analysis (uses, types)
+    with each type that differs between the instances spelled with `T` (`let s = 0.0` in
+    a `T: Float` body is a `T`), for hovers and hints. Ownership is checked on it: moves
+    and borrows depend on what is a tensor, never on the element type."""
+    first = instances[0]
+    types = dict(first.expr_types)
+    for key, t in types.items():
+        if any(o.expr_types.get(key) != t for o in instances[1:]):
+            types[key] = _generalized(t, first.sig)
+    rep = dataclasses.replace(first, sig=generic, diagnostics=diagnostics, expr_types=types)
+    rep.shape = first.shape
+    return rep
+
+
+def _generalized(t: Type, inst: FnSig) -> Type:
+    """``t`` of an instance with its type arguments spelled as the type parameters."""
+    if isinstance(t, Prim):
+        for tp, arg in zip(inst.type_params, inst.type_args, strict=True):
+            if arg == t:
+                return tp
+        return t
+    if isinstance(t, Tensor):
+        return Tensor(_generalized(t.elem, inst), t.shape, t.space)  # type: ignore[arg-type]
+    if isinstance(t, Ref):
+        return Ref(_generalized(t.inner, inst), t.mutable)
+    return t
 
 
 def _checked_constants(

@@ -107,6 +107,17 @@ class Fn(Item):
     KIND = K.FN
 
     @property
+    def type_params(self) -> list[TypeParam]:
+        lst = self.syntax.child_of_kind(K.TYPE_PARAM_LIST)
+        return (
+            [] if lst is None else [TypeParam(c) for c in lst.children() if c.kind == K.TYPE_PARAM]
+        )
+
+    @property
+    def type_param_list(self) -> SyntaxNode | None:
+        return self.syntax.child_of_kind(K.TYPE_PARAM_LIST)
+
+    @property
     def dim_params(self) -> list[Name]:
         lst = self.syntax.child_of_kind(K.DIM_PARAM_LIST)
         if lst is None:
@@ -139,6 +150,20 @@ class Fn(Item):
     @property
     def body(self) -> Block | None:
         return self._child(Block)
+
+
+class TypeParam(AstNode):
+    """`T: Float` in `fn f<T: Float>(…)`."""
+
+    KIND = K.TYPE_PARAM
+
+    @property
+    def name(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def bound(self) -> SyntaxNode | None:
+        return self.syntax.child_of_kind(K.BOUND)
 
 
 class Param(AstNode):

@@ -106,6 +106,9 @@ class SyntaxKind(IntEnum):
     EFFECT = 213
     FIELD_LIST = 214
     FIELD = 215
+    TYPE_PARAM_LIST = 216  # <T: Float, U: Int>
+    TYPE_PARAM = 217  # T: Float
+    BOUND = 218  # Float
     # --- nodes: types -----------------------------------------------------
     NAMED_TYPE = 230  # f32, Point
     TENSOR_TYPE = 231  # f32[N, 4]

@@ -187,6 +187,15 @@ test("functions: definitions, parameters, calls and builtins", () => {
   hasNot(src, "helper", "support.function.builtin");
 });
 
+test("type parameters and their bounds", () => {
+  const src = "pub fn axpy<T: Float>[N](a: T, x: &T[N]) -> T {\n    a\n}";
+  has(src, "T: Float", "entity.name.type.parameter");
+  has(src, "Float", "support.type.bound");
+  has(src, "N]", "variable.parameter.dimension");
+  has(src, "a: T", "variable.parameter");
+  has(src, "axpy", "entity.name.function");
+});
+
 test("tensor types and dimensions", () => {
   const src = "fn m[M, K](a: &f32[M, K], b: f64[K, 4] @device) {\n    let z: f32[M, 4] = zeros();\n}";
   has(src, "M, K]", "variable.parameter.dimension");

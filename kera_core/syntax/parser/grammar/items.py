@@ -53,6 +53,11 @@ def item(p: Parser) -> None:
 def fn(p: Parser, m: Marker) -> None:
     p.bump()  # fn
     name(p, "a function name")
+    if p.at(K.LT):
+        tparams = p.start()
+        p.bump()
+        delimited(p, K.GT, {K.IDENT}, _type_param, "a type parameter (`T: Float`)")
+        p.complete(tparams, K.TYPE_PARAM_LIST)
     if p.at(K.L_BRACK):
         dims = p.start()
         p.bump()
@@ -84,6 +89,28 @@ def fn(p: Parser, m: Marker) -> None:
         if not p.at_any(ITEM_FIRST) and not p.at_eof():
             recover_until(p, "K0104", "unexpected tokens before the next item", ITEM_FIRST)
     p.complete(m, K.FN)
+
+
+def _type_param(p: Parser) -> None:
+    """`T: Float`: a type parameter and its bound (language.md §3.1.1)."""
+    m = p.start()
+    name(p)
+    if p.at(K.COLON):
+        p.bump()
+        if p.at(K.IDENT):
+            p.leaf(K.BOUND)
+        else:
+            p.error(
+                "K0100",
+                f"expected a bound (`Float`, `Int` or `Num`), found {describe(p.current())}",
+            )
+    else:
+        p.error(
+            "K0100",
+            "expected `:` and a bound after a type parameter (`T: Float`, `T: Int`, `T: Num`),"
+            f" found {describe(p.current())}",
+        )
+    p.complete(m, K.TYPE_PARAM)
 
 
 def _dim_param(p: Parser) -> None:
