@@ -202,7 +202,7 @@ function expressionRules(s) {
   rules['_field' + s] = $ => prec(PREC.postfix, seq(
     field('value', L($, '_postfix_level')),
     '.',
-    field('field', $._field_identifier),
+    field('field', choice($._field_identifier, alias($.integer_literal, $.field_index))),
   ));
 
   rules['_primary' + s] = $ => choice(
@@ -212,6 +212,7 @@ function expressionRules(s) {
     ...(s === '_ns' ? [] : [$.struct_expression]),
     $.unit_expression,
     $.parenthesized_expression,
+    $.tuple_expression,
     $.array_expression,
     ...(s === '_nb' ? [] : [$.block, $.if_expression, $.for_expression, $.while_expression]),
     alias($['_return' + prefix], $.return_expression),
@@ -348,12 +349,19 @@ module.exports = grammar({
 
     _base_type: $ => choice(
       $.unit_type,
+      $.tuple_type,
+      $.parenthesized_type,
       $.primitive_type,
       $._type_identifier,
       $.tensor_type,
     ),
 
     unit_type: _ => seq('(', ')'),
+
+    // `(f32, i64)`, `(f32,)`: a tuple needs a comma; `(f32)` is `f32` in parentheses.
+    tuple_type: $ => seq('(', $._type, ',', commaList($._type), ')'),
+
+    parenthesized_type: $ => seq('(', $._type, ')'),
 
     primitive_type: _ => choice(...PRIMITIVE_TYPES),
 
@@ -386,12 +394,19 @@ module.exports = grammar({
 
     let_declaration: $ => seq(
       'let',
-      optional($.mutable_specifier),
-      field('name', $.identifier),
+      choice(
+        seq(optional($.mutable_specifier), field('name', $.identifier)),
+        field('pattern', $.tuple_pattern),
+      ),
       optional(seq(':', field('type', $._type))),
       optional(seq('=', field('value', $._expression))),
       ';',
     ),
+
+    // `(a, mut b, _, (c, d))`: the names a `let` binds from a tuple's elements.
+    tuple_pattern: $ => seq('(', commaList(choice($.tuple_pattern, $.binding_pattern)), ')'),
+
+    binding_pattern: $ => seq(optional($.mutable_specifier), field('name', $.identifier)),
 
     // As in Rust, a statement that starts with `if`, `for`, `while` or `{` ends at its `}`
     // and needs no `;` (it takes one if present); one right before the block's `}` is the
@@ -425,6 +440,9 @@ module.exports = grammar({
     constant_path: $ => seq(field('type', $.identifier), '::', field('name', $.identifier)),
 
     parenthesized_expression: $ => seq('(', $._expression, ')'),
+
+    // `(a, b)`, `(a,)`: a tuple needs a comma.
+    tuple_expression: $ => seq('(', $._expression, ',', commaList($._expression), ')'),
 
     array_expression: $ => seq('[', commaList($._expression), ']'),
 

@@ -9,7 +9,9 @@ updates under `if`/`else` (branches that update, that do nothing, that reassign 
 whole tensor), old values read before and after updates, elementwise temporaries used
 once or twice, reductions (`sum`/`mean`/`dot`/`max`/`min`) inside and outside loops,
 structs (scalar fields and a nested struct) rebuilt or field-updated each iteration,
-scalar accumulators, calls to earlier functions (by `&` and `&mut`), early exits
+scalar accumulators, tuples (built, read with `.0`/`.1`, taken apart by `let` patterns with
+`mut` and `_`, nested, and returned by functions whose callers destructure them), calls to
+earlier functions (by `&` and `&mut`), early exits
 (`break`, `continue`, `return` inside loops), `while` conditions that read carried
 values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
 shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
@@ -266,6 +268,7 @@ class Gen:
             kinds += ["struct"]
         else:
             kinds += ["let_struct"]
+        kinds += ["tuple"]
         if budget > 0 and env.loop_depth < 3:
             kinds += ["for", "for", "while", "rounds", "lanes", "lanes"]
         if budget > 0:
@@ -362,6 +365,26 @@ class Gen:
             if k == 2:
                 return [f"{s}.inner.v = {self.scalar(env, 1)};", f"{s}.n += 1;"]
             return [f"{s}.inner = In {{ v: {self.scalar(env, 1)}, c: {s}.inner.c + {s}.n }};"]
+        if kind == "tuple":
+            k = self.d(st.integers(0, 2))
+            if k == 0:  # built and destructured at once, one name `mut`
+                p, q = self.fresh("p"), self.fresh("q")
+                e1, e2 = self.scalar(env, 1), self.scalar(env, 1)
+                env.scalars += [p, q]
+                env.mut_scalars.append(q)
+                return [f"let ({p}, mut {q}) = ({e1}, {e2});"]
+            if k == 1:  # held in a variable, read by field, nested with a 1-tuple
+                tp = self.fresh("tp")
+                e1, e2 = self.scalar(env, 1), self.scalar(env, 1)
+                env.scalars += [f"{tp}.0", f"({tp}.1).0"]
+                return [f"let {tp}: ({t}, ({t},)) = ({e1}, ({e2},));"]
+            # a nested pattern with `_`, over a tuple of a scalar and an i64
+            p, j = self.fresh("p"), self.fresh("k")
+            e1, e2 = self.scalar(env, 1), self.scalar(env, 1)
+            i = self.choice([*env.ints, "N"])
+            env.scalars.append(p)
+            env.ints.append(j)
+            return [f"let (_, ({p}, {j})) = ({e1}, ({e2}, {i}));"]
         if kind == "for":
             i = self.fresh("i")
             rng, extra = self.choice(
@@ -452,6 +475,16 @@ class Gen:
             if f["ret"] == "struct":
                 env.structs.append(v)
                 return [f"let mut {v}: S = {call};"]
+            if f["ret"] == "tuple":  # `({t}, (i64, {t}))`
+                if self.d(st.booleans()):
+                    v2, j = self.fresh("c"), self.fresh("k")
+                    env.scalars += [v, v2]
+                    env.mut_scalars.append(v)
+                    env.ints.append(j)
+                    return [f"let (mut {v}, ({j}, {v2})) = {call};"]
+                env.scalars += [f"{v}.0", f"({v}.1).1"]
+                env.ints.append(f"({v}.1).0")
+                return [f"let {v} = {call};"]
             env.scalars.append(v)
             return [f"let {v}: {t} = {call};"]
         raise AssertionError(kind)
@@ -516,7 +549,14 @@ class Gen:
             return self.owned(env, 2)
         if self.ret == "struct":
             return self.struct_lit(env)
+        if self.ret == "tuple":
+            return self.tuple_lit(env)
         return self.scalar(env, 2)
+
+    def tuple_lit(self, env: Env, first: str = "") -> str:
+        """A `({t}, (i64, {t}))` value."""
+        i = self.choice([*env.ints, "N", "7"])
+        return f"({first}{self.scalar(env, 2)}, ({i}, {self.scalar(env, 1)}))"
 
     def tail(self, env: Env) -> list[str]:
         """The last statements and the tail: the result depends on every top-level
@@ -534,6 +574,8 @@ class Gen:
                 v = self.choice(env.structs)
                 return [*out, f"{v}.u += acc;", v]
             return [*out, self.struct_lit(env).replace("S { u: ", "S { u: acc + ", 1)]
+        if self.ret == "tuple":
+            return [*out, self.tuple_lit(env, "acc + ")]
         return [*out, f"acc + {self.scalar(env, 2)}"]
 
 
@@ -550,7 +592,7 @@ def _ind(lines: list[str]) -> list[str]:
 @st.composite
 def imperative_function(draw, t: str, index: int, earlier: list[dict]):
     g = Gen(draw, t, earlier)
-    g.ret = draw(st.sampled_from(["tensor", "tensor", "scalar", "struct"]))
+    g.ret = draw(st.sampled_from(["tensor", "tensor", "scalar", "struct", "tuple"]))
     mut = draw(st.booleans())
     env = Env(t=t, tensors=["x", "z"], scalars=["a", "acc"], mut_scalars=["acc"])
     params = [f"x: &{t}[N]", f"z: &{t}[N]", f"a: {t}"]
@@ -561,7 +603,7 @@ def imperative_function(draw, t: str, index: int, earlier: list[dict]):
     body = [f"let mut acc: {t} = {_lit(t, 0)};"]
     body += g.block(env, draw(st.integers(2, 4)), observe=False)
     body += g.tail(env)
-    ret = {"tensor": f"{t}[N]", "scalar": t, "struct": "S"}[g.ret]
+    ret = {"tensor": f"{t}[N]", "scalar": t, "struct": "S", "tuple": f"({t}, (i64, {t}))"}[g.ret]
     name = f"f{index}"
     vis = "pub " if index == 0 or draw(st.booleans()) else ""
     text = "\n".join([f"{vis}fn {name}[N]({', '.join(params)}) -> {ret} {{", *_ind(body), "}"])

@@ -78,7 +78,11 @@ def function(draw, index: int):
     n = draw(st.integers(1, 4))
     stmts = []
     for i in range(n):
-        stmts.append(("let", draw(scalar_expr(2, i))))
+        # a plain `let`, or the same local bound through a tuple: destructured, or held in
+        # a tuple variable and read by field
+        kind = draw(st.sampled_from(["let", "let", "pair", "tuple"]))
+        e = draw(scalar_expr(2, i))
+        stmts.append((kind, e) if kind == "let" else (kind, e, draw(scalar_expr(1, i))))
     loop = draw(st.booleans())
     call = index > 0 and draw(st.booleans())
     tensor_result = draw(st.booleans())
@@ -156,10 +160,20 @@ def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") 
         f"&{t}[{nm.dim}],{sp}{nm.a}:{sp}{t})"
         f"{sp}->{sp}{ret}{sp}{{"
     )
-    for j, (_, e) in enumerate(f["stmts"]):
+    for j, (kind, e, *more) in enumerate(f["stmts"]):
         if lay.comments:
             lines.append(f"{ind}// local {j}")
-        lines.append(f"{ind}let {nm.local}{j}:{sp}{t}{sp}={sp}{_e(e, nm, sp, t)};")
+        v = f"{nm.local}{j}"
+        if kind == "pair":
+            two = f"({_e(e, nm, sp, t)},{sp}{_e(more[0], nm, sp, t)})"
+            lines.append(f"{ind}let ({v},{sp}{v}b):{sp}({t},{sp}{t}){sp}={sp}{two};")
+            lines.append(f"{ind}let {v}{sp}={sp}{v}{sp}-{sp}{v}b;")
+        elif kind == "tuple":
+            two = f"({_e(e, nm, sp, t)},{sp}({_e(more[0], nm, sp, t)},))"
+            lines.append(f"{ind}let {v}t:{sp}({t},{sp}({t},)){sp}={sp}{two};")
+            lines.append(f"{ind}let {v}{sp}={sp}{v}t.0{sp}*{sp}({v}t.1).0;")
+        else:
+            lines.append(f"{ind}let {v}:{sp}{t}{sp}={sp}{_e(e, nm, sp, t)};")
     if f["loop"]:
         lines.append(f"{ind}let mut {nm.acc}:{sp}{t}{sp}={sp}0.0;")
         lines.append(f"{ind}for {nm.loop} in 0..{nm.dim}{sp}{{")

@@ -99,6 +99,24 @@ CASES: list[tuple[str, str, str]] = [
     ),
     ("unit-return", "fn f()->(){}", "fn f() -> () {}\n"),
     (
+        "tuples",
+        "fn f(a:( f32 ,i64, ),b:(f32 ,),c:(f32))->(f32,(i64,)){let ( mut s,_,(k ,) )=( a.0 ,1,(2,),);(s,(k,),)}",
+        "fn f(a: (f32, i64), b: (f32,), c: (f32)) -> (f32, (i64,)) {\n"
+        "    let (mut s, _, (k,)) = (a.0, 1, (2,));\n    (s, (k,))\n}\n",
+    ),
+    (
+        "long-tuple-breaks",
+        "fn f(){let (first_long_name,second_long_name,third_long_name)=(aaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbbbbb,ccccccccccccccccc);}",
+        "fn f() {\n    let (first_long_name, second_long_name, third_long_name) = (\n"
+        "        aaaaaaaaaaaaaaaaaaaa,\n        bbbbbbbbbbbbbbbbbbbbbbbbb,\n        ccccccccccccccccc,\n"
+        "    );\n}\n",
+    ),
+    (
+        "tuple-comments",
+        "fn f(){let t=(a, // first\n b,);}",
+        "fn f() {\n    let t = (\n        a, // first\n        b,\n    );\n}\n",
+    ),
+    (
         "struct",
         "pub struct P{pub x:f32,y:f32[N],}",
         "pub struct P {\n    pub x: f32,\n    y: f32[N],\n}\n",
@@ -633,7 +651,7 @@ def _commas(draw, elems: list[list[str]], trailing_ok: bool = True) -> list[str]
 
 @st.composite
 def types(draw, depth: int = 0) -> list[str]:
-    r = draw(st.integers(0, 9 if depth < 2 else 4))
+    r = draw(st.integers(0, 10 if depth < 2 else 4))
     if r <= 3:
         return [draw(st.sampled_from(TYPE_NAMES))]
     if r <= 5:
@@ -643,6 +661,10 @@ def types(draw, depth: int = 0) -> list[str]:
         return ["(", ")"]
     if r <= 8:
         return ["&"] + (["mut"] if draw(st.booleans()) else []) + draw(types(depth + 1))
+    if r == 10:  # a tuple type: one element needs its comma
+        elems = draw(st.lists(types(depth + 1), min_size=1, max_size=3))
+        toks = ["(", *_commas(draw, elems)]
+        return toks + ([","] if len(elems) == 1 and toks[-1] != "," else []) + [")"]
     inner = draw(types(depth + 1))
     return inner if "@" in inner else inner + ["@", draw(st.sampled_from(["device", "host"]))]
 
@@ -650,7 +672,7 @@ def types(draw, depth: int = 0) -> list[str]:
 @st.composite
 def exprs(draw, depth: int = 0, no_struct: bool = False) -> tuple[list[str], str]:
     """(tokens, shape) with shape in atom/cmp/bin/block/assign/other."""
-    r = draw(st.integers(0, 6 if depth >= 3 else 22))
+    r = draw(st.integers(0, 6 if depth >= 3 else 24))
     if r <= 2:
         return [draw(st.sampled_from(NAMES))], "atom"
     if r <= 4:
@@ -702,8 +724,28 @@ def exprs(draw, depth: int = 0, no_struct: bool = False) -> tuple[list[str], str
     if r == 21:
         t, k = sub()
         return [draw(st.sampled_from(NAMES)), draw(st.sampled_from(ASSIGN_OPS)), *t], "assign"
+    if r == 22:  # a tuple: one element needs its comma
+        elems = [e for e, _ in draw(st.lists(exprs(depth + 1), min_size=1, max_size=4))]
+        toks = ["(", *_commas(draw, elems)]
+        return toks + ([","] if len(elems) == 1 and toks[-1] != "," else []) + [")"], "atom"
+    if r == 23:
+        return [draw(st.sampled_from(NAMES)), ".", draw(st.sampled_from(["0", "1", "12"]))], "atom"
     t, k = sub()
     return (t if k == "atom" else _parens(t)) + [".", draw(st.sampled_from(NAMES))], "atom"
+
+
+@st.composite
+def patterns(draw, depth: int = 0) -> list[str]:
+    """A tuple pattern: `(a, mut b, _, (c,))`."""
+    elems = []
+    for _ in range(draw(st.integers(0, 3))):
+        if depth < 2 and draw(st.integers(0, 3)) == 0:
+            elems.append(draw(patterns(depth + 1)))
+        else:
+            name = draw(st.sampled_from([*NAMES, "_"]))
+            elems.append((["mut"] if draw(st.booleans()) else []) + [name])
+    toks = ["(", *_commas(draw, elems)]
+    return toks + ([","] if len(elems) == 1 and toks[-1] != "," else []) + [")"]
 
 
 @st.composite
@@ -711,7 +753,11 @@ def statements(draw, depth: int) -> tuple[list[str], bool]:
     """(tokens, block-like)."""
     r = draw(st.integers(0, 12 if depth < 3 else 7))
     if r <= 1:
-        toks = ["let"] + (["mut"] if draw(st.booleans()) else []) + [draw(st.sampled_from(NAMES))]
+        if draw(st.integers(0, 3)) == 0:
+            toks = ["let", *draw(patterns())]
+        else:
+            toks = ["let"] + (["mut"] if draw(st.booleans()) else [])
+            toks.append(draw(st.sampled_from(NAMES)))
         if draw(st.booleans()):
             toks += [":", *draw(types())]
         if draw(st.integers(0, 4)):

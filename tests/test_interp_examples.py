@@ -161,6 +161,27 @@ def test_pid_settles():
     assert np.all(r["trace"][steps:] == 0)
 
 
+def test_stats_multiple_returns():
+    m = example("stats.kera")
+    # 1 + 1e-8 + … : the plain sum loses every small term, the compensated one keeps them
+    x = f32(1.0, *([1e-8] * 1000))
+    s, comp = run_function(m, "kahan", {"x": x})["result"].values()
+    best, naive, err = run_function(m, "sum_error", {"x": x})["result"].values()
+    assert float(naive) == 1.0 and best == s - comp
+    assert abs(float(best) - (1.0 + 1000 * float(np.float32(1e-8)))) < 1e-7
+    assert err == abs(best - naive) and err > 0
+    v = np.array([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])
+    mean, var = run_function(m, "mean_variance", {"x": v})["result"].values()
+    assert mean == 5.0 and abs(var - np.var(v, ddof=1)) < 1e-12
+    assert tuple(run_function(m, "mean_variance", {"x": v[:1]})["result"].values()) == (2.0, 0.0)
+    lo, hi = run_function(m, "extremes", {"x": f32(3, -1, 7, -1, 7)})["result"].values()
+    assert (lo["0"], lo["1"], hi["0"], hi["1"]) == (1, -1.0, 2, 7.0)
+    lo, hi = run_function(m, "extremes", {"x": f32()})["result"].values()
+    assert (lo["0"], hi["0"]) == (-1, -1)
+    assert run_function(m, "range", {"x": f32(3, -1, 7)})["result"] == 8.0
+    assert run_function(m, "range", {"x": f32()})["result"] == 0.0
+
+
 # --- golden digests ---------------------------------------------------------------------------
 
 

@@ -71,6 +71,9 @@
   bound: (bound) @type.builtin)
 (let_declaration
   name: (identifier) @variable)
+(binding_pattern
+  name: (identifier) @variable)
+(field_index) @property
 (for_expression
   name: (identifier) @variable)
 (const_item

@@ -8,6 +8,7 @@
 (dimension_parameters (identifier) @local.definition)
 (parameter name: (identifier) @local.definition)
 (let_declaration name: (identifier) @local.definition)
+(binding_pattern name: (identifier) @local.definition)
 (for_expression name: (identifier) @local.definition)
 
 ; References: names in expressions and in shapes (`f32[N]`)

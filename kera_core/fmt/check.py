@@ -7,7 +7,8 @@ After formatting, the output is parsed again and compared with the input:
   formatter applies: trailing whitespace of line comments, CRLF in block comments);
 * the syntax trees must be identical once trivia is ignored, up to what the style
   removes on purpose: empty statements (`;` directly in a block), the `;` after a
-  block-like statement (`if c { } ;`), and the trailing comma of a list.
+  block-like statement (`if c { } ;`), and the trailing comma of a list (but not of a
+  one-element tuple).
 
 This is stronger than comparing token sequences: a dropped `;` that changed how the
 next statement parses would change the tree. Any difference means a formatter bug;
@@ -37,8 +38,13 @@ COMMA_LISTS = frozenset(
         K.SHAPE,
         K.STRUCT_LIT_FIELD_LIST,
         K.FIELD_LIST,
+        K.TUPLE_EXPR,
+        K.TUPLE_PAT,
+        K.TUPLE_TYPE,
     }
 )
+# ... whose one-element form keeps its comma: `(x,)` is a tuple, `(x)` is not
+TUPLES = frozenset({K.TUPLE_EXPR, K.TUPLE_PAT, K.TUPLE_TYPE})
 
 _CLOSE = object()
 
@@ -77,7 +83,8 @@ def signature(root: GreenNode) -> list[object]:
             if kids and kids[0].kind in BLOCK_LIKE and kids[-1].kind is K.SEMI:
                 kids.pop()
         elif kind in COMMA_LISTS:
-            if len(kids) >= 2 and kids[-2].kind is K.COMMA:
+            one = kind in TUPLES and len(kids) == 4  # `(`, the element, `,`, `)`
+            if len(kids) >= 2 and kids[-2].kind is K.COMMA and not one:
                 del kids[-2]
         stack.extend(reversed(kids))
     return out

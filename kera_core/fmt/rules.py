@@ -68,10 +68,14 @@ LISTS: dict[SyntaxKind, bool] = {  # comma-separated lists; value: spaces inside
     K.ARRAY_EXPR: False,
     K.DIM_PARAM_LIST: False,
     K.STRUCT_LIT_FIELD_LIST: True,
+    K.TUPLE_EXPR: False,
+    K.TUPLE_PAT: False,
 }
-# Types never break: `f32[N, M]` stays whole (a breakable shape in a return type
-# would otherwise break before the parameter list does); nor does `<T: Float>`.
-FLAT_LISTS = frozenset({K.SHAPE, K.TYPE_PARAM_LIST})
+# Types never break: `f32[N, M]` and `(f32, i64)` stay whole (a breakable shape in a
+# return type would otherwise break before the parameter list does); nor does `<T: Float>`.
+FLAT_LISTS = frozenset({K.SHAPE, K.TUPLE_TYPE, K.TYPE_PARAM_LIST})
+# A one-element tuple keeps its comma on one line too: `(x,)` is not `(x)`.
+ONE_COMMA = frozenset({K.TUPLE_EXPR, K.TUPLE_PAT, K.TUPLE_TYPE})
 
 # A run of `const` items written on consecutive lines stays together (a table of
 # constants); every other pair of items gets exactly one blank line.
@@ -334,14 +338,16 @@ class Formatter(ExprRules):
         return concat(["{", trail_doc(open_.trail), indent(HARDLINE, inner), HARDLINE, "}"])
 
     def flat_list(self, green: GreenNode, off: int) -> Doc:
-        """`[N, 4]` in a type: `, ` between elements, no trailing comma, never broken."""
+        """`[N, 4]`, `(f32, i64)` in a type: `, ` between elements, no trailing comma (but
+        `(f32,)`'s), never broken."""
         els, _ = self.split(green, off)
         parts: list[Doc] = []
         n = len(els)
+        one = green.kind in ONE_COMMA and n == 4  # `(`, the element, `,`, `)`
         for i, el in enumerate(els):
             k = el.kind
             if k is K.COMMA:
-                if i + 2 == n:  # a trailing comma: dropped, its comments kept
+                if i + 2 == n and not one:  # a trailing comma: dropped, its comments kept
                     parts += [NOSPACE, self.dropped(el)]
                     continue
                 parts += [NOSPACE, self.fmt(el), SPACE]
@@ -382,7 +388,8 @@ class Formatter(ExprRules):
             if not moved:
                 p += [trail_doc(it.trail), lead_doc(comma.lead)]  # type: ignore[union-attr]
             p.append(NOSPACE)
-            p.append(IfBreak(",", "") if i == last_i else ",")
+            keep = i != last_i or (last_i == 0 and green.kind in ONE_COMMA and comma is not None)
+            p.append(IfBreak(",", "") if not keep else ",")
             if moved:
                 p.append(trail_doc(it.trail))
             if comma is not None:

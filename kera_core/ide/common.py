@@ -29,6 +29,7 @@ _NAME_OWNER_KIND = {
     K.FIELD: "field",
     K.PARAM: "param",
     K.LET_STMT: "local",
+    K.BIND_PAT: "local",
     K.FOR_EXPR: "loop",
     K.DIM_PARAM: "dim",
     K.TYPE_PARAM: "tparam",
@@ -152,7 +153,7 @@ class Local:
     kind: str  # param | local | loop | dim
     span: Span  # the name at its definition
     mutable: bool
-    node: SyntaxNode  # PARAM, LET_STMT, FOR_EXPR or DIM_PARAM
+    node: SyntaxNode  # PARAM, LET_STMT, BIND_PAT (in a let's tuple pattern), FOR_EXPR or DIM_PARAM
 
 
 def _local_of(node: SyntaxNode) -> Local | None:
@@ -169,6 +170,11 @@ def _local_of(node: SyntaxNode) -> Local | None:
         if st.name is None:
             return None
         return Local(st.name.text, "local", st.name.span, st.is_mut, node)
+    if k == K.BIND_PAT:
+        b = ast.BindPat(node)
+        if b.name is None or b.name.text == "_":
+            return None
+        return Local(b.name.text, "local", b.name.span, b.is_mut, node)
     if k == K.FOR_EXPR:
         v = ast.ForExpr(node).var
         return None if v is None else Local(v.text, "loop", v.span, False, node)
@@ -182,7 +188,7 @@ def locals_of(fn: ast.Fn) -> dict[int, Local]:
     """Every binding a function declares, by the start of its name."""
     out: dict[int, Local] = {}
     for n in fn.syntax.descendants():
-        if n.kind in (K.PARAM, K.LET_STMT, K.FOR_EXPR, K.DIM_PARAM):
+        if n.kind in (K.PARAM, K.LET_STMT, K.BIND_PAT, K.FOR_EXPR, K.DIM_PARAM):
             loc = _local_of(n)
             if loc is not None:
                 out[loc.span.start] = loc
@@ -208,7 +214,12 @@ def scope_at(a: Analysis, offset: int) -> list[Local]:
         if anc.kind == K.BLOCK:
             for c in reversed(list(anc.children())):
                 if c.kind == K.LET_STMT and c.span.end <= offset:
-                    add(_local_of(c))
+                    pat = ast.LetStmt(c).pattern
+                    if pat is None:
+                        add(_local_of(c))
+                    else:  # `let (a, b) = …`: the later of two equal names shadows
+                        for b in reversed(list(pat.binds())):
+                            add(_local_of(b.syntax))
         elif anc.kind == K.FOR_EXPR:
             body = ast.ForExpr(anc).body
             if body is not None and body.span.start < offset:
@@ -242,6 +253,8 @@ def local_type(a: Analysis, lf: LoweredFn | None, loc: Local) -> Type | None:
         return None
     if loc.kind == "dim":
         return I64
+    if loc.kind == "local" and loc.node.kind == K.BIND_PAT:
+        return expr_type(lf, loc.node)  # sema records each pattern name's type
     if loc.kind == "local":
         init = ast.LetStmt(loc.node).init
         if init is not None:

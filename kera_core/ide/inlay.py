@@ -1,4 +1,5 @@
-"""Inlay hints: the type sema inferred for each `let` without an annotation.
+"""Inlay hints: the type sema inferred for each `let` without an annotation (for each name
+of a tuple pattern, `let (s, c) = …`).
 
 The type is displayed as the user would write it, so a tensor that lives outside host
 memory shows its space (`: f32[N] @device`).
@@ -37,7 +38,19 @@ def inlay_hints(a: Analysis, span: Span) -> list[InlayHint]:
             if n.kind != K.LET_STMT or not (span.start <= n.span.start <= span.end):
                 continue
             st = ast.LetStmt(n)
-            if st.type is not None or st.name is None:
+            if st.type is not None:
+                continue
+            pat = st.pattern
+            if pat is not None:  # `let (s, c) = kahan(x);`: a hint after each name
+                for b in pat.binds():
+                    if b.name is None or b.name.text == "_":
+                        continue
+                    loc = Local(b.name.text, "local", b.name.span, b.is_mut, b.syntax)
+                    t = local_type(a, lf, loc)
+                    if t is not None:
+                        out.append(InlayHint(b.name.span.end, ": " + t.display(sig.dim_names)))
+                continue
+            if st.name is None:
                 continue
             loc = Local(st.name.text, "local", st.name.span, st.is_mut, n)
             t = local_type(a, lf, loc)

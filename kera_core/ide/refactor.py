@@ -26,9 +26,9 @@ from kera_core.ide.common import (
     symbol_at,
     token_at,
 )
-from kera_core.ir.types import UNIT, Ref, Sym, Tensor, Type
+from kera_core.ir.types import UNIT, Ref, Sym, Tensor, Type, tuple_type
 from kera_core.sema import lower_module
-from kera_core.sema.env import FnSig, Use
+from kera_core.sema.env import FnSig, Use, tuple_element_ok
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.ownership import check_function_guarded
 from kera_core.source import Span, encode
@@ -362,19 +362,31 @@ def extract_edits(
             if n.kind != K.LET_STMT:
                 continue
             let = ast.LetStmt(n)
-            if let.name is None:
-                continue
-            if used_outside(let.name.span):
-                loc = local_at_def(a, let.name.span)
+            pat = let.pattern
+            if pat is None:
+                bound = [(let.name, let.is_mut)]
+            else:  # `let (a, b) = …`: each name the pattern binds
+                bound = [(b.name, b.is_mut) for b in pat.binds()]
+            for ref, mut in bound:
+                if ref is None or ref.text == "_" or not used_outside(ref.span):
+                    continue
+                loc = local_at_def(a, ref.span)
                 t = local_type(a, lf, loc) if loc is not None else None
                 if t is None:
-                    raise RefactorError(f"the type of `{let.name.text}` is not known")
-                outputs.append((let.name.text, t, "let mut" if let.is_mut else "let"))
-    if len(outputs) > 1:
+                    raise RefactorError(f"the type of `{ref.text}` is not known")
+                outputs.append((ref.text, t, "let mut" if mut else "let"))
+    if len(outputs) > 1 and any(
+        how == "assign" or not tuple_element_ok(t) for _, t, how in outputs
+    ):
         names = ", ".join(f"`{o[0]}`" for o in outputs)
-        raise RefactorError(f"the selection sets {names}, used after it: only one can be returned")
+        raise RefactorError(
+            f"the selection sets {names}, used after it: several are returned (as a tuple) only"
+            " when the selection declares them all and they hold numbers, bools, structs or tuples"
+        )
     if plan.is_expr:
         result: Type | None = expr_type(lf, plan.nodes[0])
+    elif len(outputs) > 1:  # names it declares, returned as a tuple and taken apart again
+        result = tuple_type(tuple(t for _, t, _ in outputs))
     else:
         result = outputs[0][1] if outputs else None
     if result is not None and result == UNIT:
@@ -404,12 +416,17 @@ def extract_edits(
     old_indent = _indent_of(text, span.start).decode("utf-8", "surrogateescape")
     snippet = text[span.start : span.end].decode("utf-8", "surrogateescape")
     body = "    " + _reindent(snippet, old_indent, "    ")
-    if not plan.is_expr and outputs:
+    if not plan.is_expr and len(outputs) > 1:
+        body += "\n    (" + ", ".join(o[0] for o in outputs) + ")"
+    elif not plan.is_expr and outputs:
         body += f"\n    {outputs[0][0]}"
     new_fn = f"\n\n{head} {{\n{body}\n}}"
     call = f"{name}({', '.join(arg for _, arg in params)})"
     if plan.is_expr:
         replacement = call
+    elif len(outputs) > 1:
+        pat = ", ".join(("mut " if how == "let mut" else "") + n for n, _, how in outputs)
+        replacement = f"let ({pat}) = {call};"
     elif outputs:
         out_name, _, how = outputs[0]
         replacement = f"{out_name} = {call};" if how == "assign" else f"{how} {out_name} = {call};"

@@ -51,6 +51,7 @@ _DECL = {
     K.CONST: ("variable", DECL | READONLY),
     K.PARAM: ("parameter", DECL),
     K.LET_STMT: ("variable", DECL),
+    K.BIND_PAT: ("variable", DECL),
     K.FOR_EXPR: ("variable", DECL),
     K.DIM_PARAM: ("typeParameter", DECL),
     K.TYPE_PARAM: ("typeParameter", DECL),
@@ -79,7 +80,7 @@ def _units(text: str, encoding: str) -> int:
 
 
 def _mutable_name(node) -> bool:
-    """Does this LET_STMT/PARAM (green) declare a mutable binding?"""
+    """Does this LET_STMT/PARAM/BIND_PAT (green) declare a mutable binding?"""
     for c in node.children:
         if c.is_token and c.kind == K.MUT_KW:
             return True
@@ -104,7 +105,7 @@ def _stream(a: Analysis):
     mutable_defs: set[int] = set()
     for el, off, anc in walk(a.parse.green):  # type: ignore[union-attr]
         if not el.is_token:
-            if el.kind in (K.LET_STMT, K.PARAM) and _mutable_name(el):
+            if el.kind in (K.LET_STMT, K.PARAM, K.BIND_PAT) and _mutable_name(el):
                 at = _name_offset(el, off)
                 if at is not None:
                     mutable_defs.add(at)
@@ -128,7 +129,7 @@ def _classify_token(tok, off, anc, uses, env, mutable_defs):
     if k.is_keyword:
         return ("keyword", 0)
     if k in (K.INT, K.FLOAT):
-        return ("number", 0)
+        return ("property", 0) if anc and anc[0] == K.NAME_REF else ("number", 0)  # `t.0`
     if k == K.STRING:
         return ("string", 0)
     if k == K.COMMENT:
@@ -153,7 +154,7 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
         if decl is None:
             return None
         name, mods = decl
-        if gp in (K.LET_STMT, K.PARAM) and off in mutable_defs:
+        if gp in (K.LET_STMT, K.PARAM, K.BIND_PAT) and off in mutable_defs:
             mods |= MUT
         return (name, mods)
     if parent == K.EFFECT:

@@ -59,7 +59,7 @@ def semantic_tokens_in(a: Analysis, span: Span, encoding: str = "utf-16") -> lis
         mutable_defs: set[int] = set()
         for el, o, anc in _walk(child, base, top):
             if not el.is_token:
-                if el.kind in (K.LET_STMT, K.PARAM) and _mutable_name(el):
+                if el.kind in (K.LET_STMT, K.PARAM, K.BIND_PAT) and _mutable_name(el):
                     at = _name_offset(el, o)
                     if at is not None:
                         mutable_defs.add(at)

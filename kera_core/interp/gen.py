@@ -2,7 +2,8 @@
 
 One PCG64 stream, seeded with S, is read as raw 64-bit words (``random_raw``, whose
 sequence the PCG64 algorithm fixes, unlike numpy's distribution methods). Parameters
-are filled in declaration order; a tensor in row-major order; a struct field by field.
+are filled in declaration order; a tensor in row-major order; a struct (a tuple) field by
+field (element by element).
 
 Ordinary values (one word per element):
   * f32: ``(w >> 40) * 2**-23 - 1`` — uniform on the 2**24 multiples of 2**-23 in [-1, 1);

@@ -274,7 +274,7 @@ class Machine:
         if text is not None:
             s = text
         else:
-            s = printing.format_value(vals[0])
+            s = printing.format_value(vals[0], self.graph.type_of(node.inputs[1]))
         out = self.stdout if self.stdout is not None else sys.stdout
         out.write(s)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kera_core.ir.types import Struct, strip_ref
+
 
 def format_float(x) -> str:
     """Shortest digits that read back as the same value of x's own format, Python-repr style.
@@ -43,12 +45,19 @@ def format_scalar(v) -> str:
     return str(int(v))
 
 
-def format_value(v) -> str:
-    """A scalar as above; a tensor as nested `[a, b, …]` in row-major order."""
+def format_value(v, t=None) -> str:
+    """A scalar as above; a tensor as nested `[a, b, …]` in row-major order; a struct as
+    `{a, b, …}` of its fields; a tuple (``t`` says which structs are) as `(a, b, …)`, a
+    one-element tuple as `(a,)`."""
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
             return format_scalar(v[()])
         return "[" + ", ".join(format_value(x) for x in v) + "]"
     if isinstance(v, tuple):
-        return "{" + ", ".join(format_value(x) for x in v) + "}"
+        t = strip_ref(t) if t is not None else None
+        fields = [ft for _, ft in t.fields] if isinstance(t, Struct) else [None] * len(v)
+        inner = ", ".join(format_value(x, ft) for x, ft in zip(v, fields, strict=True))
+        if isinstance(t, Struct) and t.is_tuple:
+            return "(" + inner + ("," if len(v) == 1 else "") + ")"
+        return "{" + inner + "}"
     return format_scalar(v)

@@ -251,7 +251,15 @@ class Struct(Type):
             ftype.encode(w)
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        if self.is_tuple:
+            elems = [t.display(dim_names) for _, t in self.fields]
+            return "(" + ", ".join(elems) + ("," if len(elems) == 1 else "") + ")"
         return self.name
+
+    @property
+    def is_tuple(self) -> bool:
+        """A tuple is the struct without a name whose fields are `0`, `1`, … (tuple_type)."""
+        return not self.name
 
     def field_index(self, name: str) -> int | None:
         for i, (f, _) in enumerate(self.fields):
@@ -308,6 +316,14 @@ F64 = Prim("f64")
 UNIT = Unit()
 TOKEN = TokenType()
 PRIMS = {name: Prim(name) for name in PRIM_NAMES}
+
+
+def tuple_type(elems: tuple[Type, ...]) -> Struct:
+    """The tuple `(T0, T1, …)`: an anonymous structural struct with fields `0`, `1`, …, so
+    two tuples of the same element types are the same type (docs/graph.md). `()` is ``UNIT``,
+    never an empty tuple."""
+    assert elems, "the empty tuple is UNIT"
+    return Struct("", tuple((str(i), t) for i, t in enumerate(elems)))
 
 
 def elem_of(t: Type) -> Prim | None:

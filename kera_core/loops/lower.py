@@ -1219,18 +1219,22 @@ class _FnLowering:
         return None
 
     def print_value(self, v, vt) -> None:
-        """A value's text as the interpreter writes it: a struct as `{a, b, …}` of its fields
-        (one `Print` per field and per piece of punctuation)."""
+        """A value's text as the interpreter writes it: a struct as `{a, b, …}` of its fields,
+        a tuple as `(a, b, …)` or `(a,)` (one `Print` per field and per piece of
+        punctuation)."""
         if isinstance(v, TVal):
             self.e.emit(Print(None, v.buf, v.shape, vt, v.offset))
         elif isinstance(v, tuple):
-            fields = strip_ref(vt).fields
-            self.e.emit(Print("{"))
+            st = strip_ref(vt)
+            fields = st.fields
+            self.e.emit(Print("(" if st.is_tuple else "{"))
             for k, (x, (_, ft)) in enumerate(zip(v, fields, strict=True)):
                 if k:
                     self.e.emit(Print(", "))
                 self.print_value(x, ft)
-            self.e.emit(Print("}"))
+            if st.is_tuple and len(fields) == 1:
+                self.e.emit(Print(","))
+            self.e.emit(Print(")" if st.is_tuple else "}"))
         else:
             self.e.emit(Print(None, v, (), vt))
 

@@ -24,6 +24,8 @@ from kera_core.ir.types import (
     Tensor,
     Type,
     TypeParam,
+    strip_ref,
+    tuple_type,
 )
 from kera_core.sema import literals
 from kera_core.source import Span
@@ -187,6 +189,8 @@ class TypeResolver:
             return UNIT
         if isinstance(t, ast.UnsupportedType):
             return None  # the parser reported it (K0112)
+        if isinstance(t, ast.TupleType):
+            return self._tuple(t)
         if isinstance(t, ast.RefType):
             inner = self.resolve(t.inner)
             return None if inner is None else Ref(inner, t.is_mut)
@@ -264,6 +268,21 @@ class TypeResolver:
             return Tensor(base, tuple(shape))  # type: ignore[arg-type]
         return None
 
+    def _tuple(self, t: ast.TupleType) -> Type | None:
+        parts = t.elements
+        if t.is_parenthesized:
+            return self.resolve(parts[0])  # `(f32)` is `f32`
+        elems: list[Type] = []
+        for part in parts:
+            et = self.resolve(part)
+            if et is None:
+                return None
+            if not tuple_element_ok(et):
+                self.diags.append(tuple_element_error(et, part.span, self.dims))
+                return None
+            elems.append(et)
+        return tuple_type(tuple(elems)) if elems else UNIT
+
     def _named(self, ref: ast.NameRef | None) -> Type | None:
         if ref is None:
             return None
@@ -285,6 +304,26 @@ class TypeResolver:
             )
         )
         return None
+
+
+def tuple_element_ok(t: Type) -> bool:
+    """Tuples hold what structs hold: numbers, bools, structs and tuples (copied values)."""
+    return isinstance(t, Prim | Struct)
+
+
+def tuple_element_error(t: Type, span: Span, dims: tuple[str, ...] = ()) -> Diagnostic:
+    shown = t.display(dims)
+    if isinstance(strip_ref(t), Tensor):
+        msg = (
+            f"tuples holding tensors are not in Kera yet (`{shown}`): a tuple holds numbers,"
+            " bools, structs and tuples; return the tensor through a `&mut` parameter"
+        )
+        return error("K0112", span, msg)
+    return error(
+        "K0301",
+        span,
+        f"a tuple holds numbers, bools, structs and tuples, not `{shown}`",
+    )
 
 
 def resolve_effects(fn: ast.Fn, diags: list[Diagnostic]) -> tuple[str, ...]:

@@ -28,9 +28,18 @@ from kera_core.ir.types import (
     Unit,
     elem_of,
     strip_ref,
+    tuple_type,
 )
 from kera_core.sema import literals, type_constants
-from kera_core.sema.env import FnSig, ModuleEnv, TypeResolver, Use, did_you_mean
+from kera_core.sema.env import (
+    FnSig,
+    ModuleEnv,
+    TypeResolver,
+    Use,
+    did_you_mean,
+    tuple_element_error,
+    tuple_element_ok,
+)
 from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
@@ -476,6 +485,9 @@ class FnLowering(ControlFlow, Calls, Exits):
     def let(self, st: ast.LetStmt, rest: list | None = None) -> None:
         assert self.frame is not None
         declared = self.resolve_type(st.type)
+        if st.pattern is not None:
+            self.let_pattern(st, st.pattern, declared)
+            return
         ref = st.name
         name = ref.text if ref else None
         init = st.init
@@ -500,6 +512,65 @@ class FnLowering(ControlFlow, Calls, Exits):
         if val.value is not None:
             self.prov.node_names.setdefault(val.value.node, name)
 
+    def let_pattern(self, st: ast.LetStmt, pat: ast.TuplePat, declared: Type | None) -> None:
+        """`let (a, mut b, _) = e;`: each name is bound to its element of the tuple."""
+        val = ERR_VAL
+        if st.init is None:
+            self.err("K0315", st.span, "a `let` needs an initial value: `let (a, b) = …;`")
+        elif st.type is None or declared is not None:
+            val = self.expr(st.init, declared)
+            if declared is not None and not self.check_type(declared, val, st.init.span, "value"):
+                val = ERR_VAL
+        self.bind_pattern(pat, val, set())
+
+    def bind_pattern(self, pat: ast.TuplePat, val: Val, seen: set[str]) -> None:
+        parts = pat.elements
+        if pat.is_parenthesized:  # `(a)` is `a`
+            self.bind_part(parts[0], val, seen)
+            return
+        t = strip_ref(val.type)
+        if not val.is_err and not (not parts and isinstance(t, Unit)):  # `let () = ();`
+            if not isinstance(t, Struct) or not t.is_tuple or len(t.fields) != len(parts):
+                if isinstance(t, Struct) and t.is_tuple:
+                    n = len(t.fields)
+                    what = f"a tuple of {n} element{'s' if n != 1 else ''}, {self.show(t)}"
+                else:
+                    what = self.show(val.type)
+                self.err(
+                    "K0320",
+                    pat.span,
+                    f"this pattern takes a tuple of {len(parts)} element"
+                    f"{'s' if len(parts) != 1 else ''}, but the value is {what}",
+                )
+                val = ERR_VAL
+        for i, part in enumerate(parts):
+            if isinstance(part, ast.BindPat) and (part.name is None or part.name.text == "_"):
+                continue  # `_` binds nothing and reads nothing
+            elem = ERR_VAL
+            if not val.is_err:
+                elem = self.op("field", [val], part.span, {"index": i})
+            self.bind_part(part, elem, seen)
+
+    def bind_part(self, part: ast.BindPat | ast.TuplePat, val: Val, seen: set[str]) -> None:
+        assert self.frame is not None
+        if isinstance(part, ast.TuplePat):
+            self.bind_pattern(part, val, seen)
+            return
+        ref = part.name
+        if ref is None or ref.text == "_":
+            return
+        name = ref.text
+        if name in seen:
+            self.err("K0202", ref.span, f"`{name}` is bound twice in this pattern")
+            return
+        seen.add(name)
+        syntax = part.syntax
+        key = (syntax.offset, syntax.offset + syntax.green.text_len, K.BIND_PAT)
+        self.expr_types[key] = val.type
+        self.frame.scopes[-1][name] = Binding(name, val, part.is_mut, ref.span)
+        if val.value is not None:
+            self.prov.node_names.setdefault(val.value.node, name)
+
     def float_type_of_use(self, name: str, rest: list) -> Type | None:
         """The float type the rest of the block gives ``name`` (docs/language.md §6.2): the
         first assignment to it (`=`, `+=`, …) or arithmetic with it whose other operand has
@@ -512,6 +583,10 @@ class FnLowering(ControlFlow, Calls, Exits):
                 k = n.kind
                 if k == K.LET_STMT:
                     bound = ast.LetStmt(n).name  # type: ignore[arg-type]
+                    if bound is not None and bound.text == name:
+                        return None
+                elif k == K.BIND_PAT:
+                    bound = ast.BindPat(n).name  # type: ignore[arg-type]
                     if bound is not None and bound.text == name:
                         return None
                 elif k in (K.ASSIGN_EXPR, K.BIN_EXPR):
@@ -839,6 +914,24 @@ class FnLowering(ControlFlow, Calls, Exits):
             return v
         return Val(v.value, Ref(strip_ref(v.type), False))
 
+    def e_TupleExpr(self, e: ast.TupleExpr, expected):
+        parts = e.elements
+        hint = strip_ref(expected) if expected is not None else None
+        hints: list[Type | None] = [None] * len(parts)
+        if isinstance(hint, Struct) and hint.is_tuple and len(hint.fields) == len(parts):
+            hints = [ft for _, ft in hint.fields]
+        vals = []
+        for x, h in zip(parts, hints, strict=True):
+            v = self.expr(x, h)
+            if not v.is_err and (v.value is None or not tuple_element_ok(v.type)):
+                self.diags.append(tuple_element_error(v.type, x.span, self.sig.dim_names))
+                v = ERR_VAL
+            vals.append(v)
+        if not vals or any(v.is_err for v in vals):
+            return ERR_VAL  # reported (an empty one, `(,)`, by the parser)
+        t = tuple_type(tuple(v.type for v in vals))
+        return self.op("struct", vals, e.span, {"type": t})
+
     def e_ArrayExpr(self, e: ast.ArrayExpr, expected):
         elem = elem_of(expected) if expected is not None else None
         vals = []
@@ -867,6 +960,17 @@ class FnLowering(ControlFlow, Calls, Exits):
                 "K0204", e.field.span, f"{self.show(base.type)} has no field `{e.field.text}`"
             )
         i = t.field_index(e.field.text)
+        if t.is_tuple:
+            if i is None:
+                n = len(t.fields)
+                return self.err(
+                    "K0204",
+                    e.field.span,
+                    f"the tuple {self.show(t)} has no field `{e.field.text}`: its "
+                    f"{n} element{'s are' if n != 1 else ' is'} "
+                    + ", ".join(f"`.{k}`" for k in range(n)),
+                )
+            return self.op("field", [base], e.span, {"index": i})
         if i is not None:
             self.uses.append(Use(e.field.span, "field", name=e.field.text, owner=t.name))
         if i is None:

@@ -244,7 +244,7 @@ def _collect_structs(
                     error(
                         "K0301",
                         f.type.span,  # type: ignore[union-attr]
-                        f"struct fields are numbers, bools or structs, not `{ft}`;"
+                        f"struct fields are numbers, bools, structs or tuples, not `{ft}`;"
                         " pass tensors as separate parameters",
                     )
                 )

@@ -57,7 +57,7 @@ def _name_text(node: SyntaxNode | None) -> str | None:
     if node is None:
         return None
     for c in node.green.children:  # the first IDENT token's text, read off the green node
-        if c.kind == K.IDENT and c.is_token:
+        if (c.kind == K.IDENT or c.kind == K.INT) and c.is_token:  # INT: a tuple field, `t.0`
             return c.text  # type: ignore[union-attr]
     return None
 
@@ -289,8 +289,23 @@ class UnitType(Type):
     KIND = K.UNIT_TYPE
 
 
+class TupleType(Type):
+    """`(f32, i64)`, `(f32,)`; `(f32)` without a comma is `f32` in parentheses."""
+
+    KIND = K.TUPLE_TYPE
+
+    @property
+    def elements(self) -> list[Type]:
+        return [cls(c) for cls, c in self.syntax.children_of_kinds(_TYPES)]  # type: ignore[operator]
+
+    @property
+    def is_parenthesized(self) -> bool:
+        """`(T)`: one element and no comma — the type itself, not a tuple."""
+        return self._token(K.COMMA) is None and len(self.elements) == 1
+
+
 class UnsupportedType(Type):
-    """A type Kera does not have (a tuple type): the parser reported it (K0112)."""
+    """A type Kera does not have (`N + 1` in a shape): the parser reported it (K0112)."""
 
     KIND = K.UNSUPPORTED
 
@@ -302,6 +317,7 @@ _TYPES: dict[SyntaxKind, type[Type]] = {
     K.REF_TYPE: RefType,
     K.SPACE_TYPE: SpaceType,
     K.UNIT_TYPE: UnitType,
+    K.TUPLE_TYPE: TupleType,
 }
 
 
@@ -328,12 +344,61 @@ class Block(AstNode):
         return expr_of(self.syntax)
 
 
+class BindPat(AstNode):
+    """`mut? name` in a tuple pattern; `_` binds nothing."""
+
+    KIND = K.BIND_PAT
+
+    @property
+    def name(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def is_mut(self) -> bool:
+        return self._token(K.MUT_KW) is not None
+
+
+class TuplePat(AstNode):
+    """`(a, mut b, _, (c, d))`."""
+
+    KIND = K.TUPLE_PAT
+
+    @property
+    def elements(self) -> list[BindPat | TuplePat]:
+        out: list[BindPat | TuplePat] = []
+        for c in self.syntax.children():
+            if c.kind == K.BIND_PAT:
+                out.append(BindPat(c))
+            elif c.kind == K.TUPLE_PAT:
+                out.append(TuplePat(c))
+        return out
+
+    @property
+    def is_parenthesized(self) -> bool:
+        """`(a)`: one element and no comma — the pattern itself, not a tuple's."""
+        return self._token(K.COMMA) is None and len(self.elements) == 1
+
+    def binds(self) -> Iterator[BindPat]:
+        """Every name pattern inside, in source order."""
+        for p in self.elements:
+            if isinstance(p, TuplePat):
+                yield from p.binds()
+            else:
+                yield p
+
+
 class LetStmt(AstNode):
     KIND = K.LET_STMT
 
     @property
     def name(self) -> Name | None:
+        """The bound name of `let x = …` (None for a tuple pattern)."""
         return self._child(Name)
+
+    @property
+    def pattern(self) -> TuplePat | None:
+        """The tuple pattern of `let (a, b) = …`."""
+        return self._child(TuplePat)
 
     @property
     def is_mut(self) -> bool:
@@ -406,6 +471,16 @@ class ParenExpr(Expr):
     @property
     def inner(self) -> Expr | None:
         return expr_of(self.syntax)
+
+
+class TupleExpr(Expr):
+    """`(a, b)`, `(a,)`."""
+
+    KIND = K.TUPLE_EXPR
+
+    @property
+    def elements(self) -> list[Expr]:
+        return exprs_of(self.syntax)
 
 
 class ArrayExpr(Expr):
@@ -647,7 +722,7 @@ class ConstPath(Expr):
 
 
 class UnsupportedExpr(Expr):
-    """An expression Kera does not have (a tuple, `a::b::c`): the parser reported it
+    """An expression Kera does not have (`a::b::c`): the parser reported it
     (K0112); the checker takes it as an erroneous value, so nothing else is reported."""
 
     KIND = K.UNSUPPORTED
@@ -661,6 +736,7 @@ EXPRS: dict[SyntaxKind, type[Expr]] = {
         Literal,
         PathExpr,
         ParenExpr,
+        TupleExpr,
         ArrayExpr,
         BlockExpr,
         IfExpr,

@@ -118,10 +118,13 @@ class SyntaxKind(IntEnum):
     SPACE_TYPE = 235  # T @device
     MEM_SPACE = 236  # @device
     UNIT_TYPE = 237  # ()
+    TUPLE_TYPE = 238  # (f32, i64), (f32,)
     # --- nodes: statements ------------------------------------------------
     BLOCK = 250
     LET_STMT = 251
     EXPR_STMT = 252
+    TUPLE_PAT = 253  # `(a, mut b, _)` in `let (a, mut b, _) = …;`
+    BIND_PAT = 254  # `mut? name` inside a tuple pattern (`_` binds nothing)
     # --- nodes: expressions -----------------------------------------------
     LITERAL = 270
     PATH_EXPR = 271
@@ -149,8 +152,9 @@ class SyntaxKind(IntEnum):
     STRUCT_LIT_FIELD_LIST = 293
     STRUCT_LIT_FIELD = 294
     CONST_PATH = 295  # f32::PI — a constant a primitive type names
+    TUPLE_EXPR = 296  # (a, b), (a,)
     # --- error recovery ---------------------------------------------------
-    # a construct Kera does not have (a tuple, `a::b::c`, `N + 1` in a shape): one
+    # a construct Kera does not have (`a::b::c`, `N + 1` in a shape): one
     # K0112 error covers it, and the checker takes it as an erroneous value or type
     UNSUPPORTED = 298
     ERROR = 299

@@ -234,6 +234,23 @@ class Builder:
     def let(self, st: ast.LetStmt) -> None:
         init = st.init
         t = self.ty(init)
+        pat = st.pattern
+        if pat is not None:  # `let (a, b) = …`: tuples hold copied values, so only reads
+            self.expr(init, None)
+            for b in pat.binds():
+                if b.name is None or b.name.text == "_":
+                    continue
+                v = self.new_var(
+                    b.name.text,
+                    b.name.span,
+                    "local",
+                    self.ty(b),
+                    b.is_mut,  # type: ignore[arg-type]
+                )
+                self.emit(Event("def", v.id, b.name.span))
+                self.scopes[-1][v.name] = v
+                self.decls[-1].append(v)
+            return
         ref = st.name
         mut = st.is_mut
         decl = ref.span if ref is not None else st.span
@@ -345,6 +362,10 @@ class Builder:
 
     def x_StructLit(self, e: ast.StructLit, ctx):
         self.reads(f.value for f in e.fields)
+        return EMPTY
+
+    def x_TupleExpr(self, e: ast.TupleExpr, ctx):
+        self.reads(e.elements)
         return EMPTY
 
     def x_PrefixExpr(self, e: ast.PrefixExpr, ctx):

@@ -122,8 +122,13 @@ def stmt(p: Parser) -> None:
 def let_stmt(p: Parser) -> None:
     m = p.start()
     p.bump()  # let
-    p.eat(K.MUT_KW)
-    name(p, "a variable name")
+    if p.at(K.MUT_KW) and p.nth(1) == K.L_PAREN:
+        p.err_and_bump("K0100", "`mut` goes on each name of a pattern: `let (mut a, mut b) = …`")
+    if p.at(K.L_PAREN):
+        tuple_pat(p)
+    else:
+        p.eat(K.MUT_KW)
+        name(p, "a variable name")
     if p.eat(K.COLON):
         type_(p)
     if p.eat(K.EQ):
@@ -134,6 +139,34 @@ def let_stmt(p: Parser) -> None:
     if not p.eat(K.SEMI):
         p.error("K0100", f"expected `;` after `let`, found {describe(p.current())}")
     p.complete(m, K.LET_STMT)
+
+
+PAT_FIRST = frozenset({K.IDENT, K.MUT_KW, K.L_PAREN})
+
+
+def tuple_pat(p: Parser) -> None:
+    """`(a, mut b, _, (c, d))`: the names a `let` binds from a tuple's elements."""
+    p.depth += 1
+    try:
+        if p.depth > MAX_DEPTH:
+            p.skip_balanced("K0108", "pattern nested too deeply")
+            return
+        m = p.start()
+        p.bump()  # (
+        delimited(p, K.R_PAREN, PAT_FIRST, _pat, "a name or `(`")
+        p.complete(m, K.TUPLE_PAT)
+    finally:
+        p.depth -= 1
+
+
+def _pat(p: Parser) -> None:
+    if p.at(K.L_PAREN):
+        tuple_pat(p)
+        return
+    m = p.start()
+    p.eat(K.MUT_KW)
+    name(p, "a variable name")
+    p.complete(m, K.BIND_PAT)
 
 
 # --- expressions ---------------------------------------------------------------
@@ -235,8 +268,13 @@ def postfix(p: Parser, lhs: CompletedMarker) -> CompletedMarker:
         elif k == K.DOT:
             m = p.precede(lhs)
             p.bump()
-            if p.at(K.IDENT):
+            if p.at(K.IDENT) or p.at(K.INT):  # `p.x`, `t.0`
                 name_ref(p)
+            elif p.at(K.FLOAT):  # `t.0.1` lexes as `t`, `.`, `0.1`
+                p.err_and_bump(
+                    "K0100",
+                    "a field after a tuple field needs parentheses: write `(t.0).1`, not `t.0.1`",
+                )
             else:
                 p.error("K0100", f"expected a field name after `.`, found {describe(p.current())}")
             lhs = p.complete(m, K.FIELD_EXPR)
@@ -300,19 +338,11 @@ def primary(p: Parser) -> CompletedMarker | None:
                     f"expected an expression, found {describe(p.current())}",
                     {K.R_PAREN, K.SEMI},
                 )
-            elif p.at(K.COMMA):  # `(a, b)`: one error for the whole tuple
-                p.error(
-                    "K0112",
-                    "tuples are not in Kera yet: return a struct, or write the results "
-                    "through `&mut` parameters",
-                )
-                while p.at(K.COMMA):
-                    p.bump()
-                    if not p.at(K.R_PAREN) and expr(p) is None:
-                        break
+            elif p.at(K.COMMA):  # `(a, b)`, `(a,)`: a tuple
+                p.bump()
+                delimited(p, K.R_PAREN, EXPR_FIRST, _list_element, "an element")
                 p.no_struct = saved
-                p.expect(K.R_PAREN)
-                return p.complete(m, K.UNSUPPORTED)
+                return p.complete(m, K.TUPLE_EXPR)
         p.no_struct = saved
         p.expect(K.R_PAREN)
         return p.complete(m, K.PAREN_EXPR)

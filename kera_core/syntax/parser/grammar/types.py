@@ -1,4 +1,4 @@
-"""Types: `f32`, `Point`, `f32[N, 4]`, `&mut T`, `T @device`, `()`."""
+"""Types: `f32`, `Point`, `f32[N, 4]`, `&mut T`, `T @device`, `()`, `(f32, i64)`."""
 
 from __future__ import annotations
 
@@ -40,16 +40,18 @@ def type_(p: Parser) -> bool:
             m = p.precede(cm)
             shape(p)
             cm = p.complete(m, K.TENSOR_TYPE)
-    elif k == K.L_PAREN:  # `(f32, f32)`: one error for the whole tuple type
-        m = p.start()
-        p.error(
-            "K0112",
-            "tuple types are not in Kera yet: return a struct, or write the results "
-            "through `&mut` parameters",
-        )
-        _skip_group(p)
-        p.complete(m, K.UNSUPPORTED)
-        return True
+    elif k == K.L_PAREN:  # `(f32, i64)`, `(f32,)`; `(f32)` is `f32` in parentheses
+        p.depth += 1
+        try:
+            if p.depth > MAX_DEPTH:
+                p.skip_balanced("K0108", "type nested too deeply")
+                return True
+            m = p.start()
+            p.bump()
+            delimited(p, K.R_PAREN, TYPE_FIRST, type_, "a type")
+            cm = p.complete(m, K.TUPLE_TYPE)
+        finally:
+            p.depth -= 1
     else:
         p.error("K0103", f"expected a type, found {describe(k)}")
         return False
