@@ -371,7 +371,31 @@ module.exports = grammar({
       field('shape', $.shape),
     )),
 
-    shape: $ => seq('[', commaList(choice($.integer_literal, $.identifier)), ']'),
+    shape: $ => seq('[', commaList($._dimension), ']'),
+
+    // A dimension: a size, a name, or `+ - * /` over them with `*` `/` binding tighter
+    // (language.md §7.5); the checker decides which of these are sizes.
+    _dimension: $ => choice(
+      $.integer_literal,
+      $.identifier,
+      $.dimension_binary,
+      $.dimension_parenthesized,
+    ),
+
+    dimension_binary: $ => choice(
+      prec.left(PREC.multiplicative, seq(
+        field('left', $._dimension),
+        field('operator', choice('*', '/')),
+        field('right', $._dimension),
+      )),
+      prec.left(PREC.additive, seq(
+        field('left', $._dimension),
+        field('operator', choice('+', '-')),
+        field('right', $._dimension),
+      )),
+    ),
+
+    dimension_parenthesized: $ => seq('(', $._dimension, ')'),
 
     // --- statements ------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from kera_core.cli.inputs import (
     read_input,
 )
 from kera_core.ir.provenance import Provenance
-from kera_core.ir.types import Struct, Tensor, strip_ref
+from kera_core.ir.types import Struct, Tensor, dim_names_for_display, strip_ref
 from kera_core.source import LineIndex, encode
 
 if TYPE_CHECKING:
@@ -257,7 +257,9 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     """--dims first, then the shapes of --inputs arrays, then the default; notes defaults."""
     import numpy as np
 
+    from kera_core.interp.errors import InterpError
     from kera_core.interp.gen import DEFAULT_DIM
+    from kera_core.interp.values import bind_all
 
     names = sig.dim_names
     for n in user:
@@ -265,6 +267,7 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
             have = ", ".join(names) or "none"
             raise UsageError(f"`{sig.function.name}` has no dimension `{n}` (dimensions: {have})")
     dims = {names.index(n): v for n, v in user.items()}
+    arrays = []
     for pname, t in sig.value_params:
         t = strip_ref(t)
         if pname in given and isinstance(t, Tensor):
@@ -273,19 +276,25 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
                 raise UsageError(
                     f"--inputs: `{pname}` should have rank {t.rank}, but its shape is {shape}"
                 )
-            for d, n in zip(t.shape, shape, strict=True):
-                if isinstance(d, int):
-                    if d != n:
-                        raise UsageError(f"--inputs: `{pname}` has shape {shape}; `{t}` needs {d}")
-                elif dims.setdefault(d.index, n) != n:
-                    raise UsageError(
-                        f"--inputs: `{pname}` has shape {shape}, but {names[d.index]} is "
-                        f"{dims[d.index]}"
-                    )
+            arrays.append((pname, t, given[pname]))
+    try:  # the interpreter's binding: `N`, `N + 1`, `2 * N` … solved and checked
+        with dim_names_for_display(names):
+            bind_all(
+                [t for _, t, _ in arrays],
+                [v for _, _, v in arrays],
+                dims,
+                [f"--inputs: `{p}` has shape {np.shape(v)}" for p, _, v in arrays],
+            )
+    except InterpError as e:
+        raise UsageError(e.message) from None
     defaulted = [i for i in range(len(names)) if i not in dims]
     for i in defaulted:
         dims[i] = DEFAULT_DIM
     return dims, defaulted
+
+
+def _dims_text(sig, dims: dict[int, int]) -> str:
+    return ", ".join(f"{n}={dims[i]}" for i, n in enumerate(sig.dim_names) if i in dims)
 
 
 def seed_arg(text: str) -> int:
@@ -387,7 +396,13 @@ def cmd_run(args) -> int:
     gen = InputGenerator(args.seed, args.adversarial)
     inputs = {}
     for name, t in sig.value_params:
-        inputs[name] = given[name] if name in given else gen.value(t, dims)
+        try:
+            inputs[name] = given[name] if name in given else gen.value(t, dims)
+        except InterpError as e:  # `f32[N / 2]` with an odd N
+            with dim_names_for_display(sig.dim_names):
+                raise UsageError(
+                    f"cannot make input `{name}: {t}` with {_dims_text(sig, dims)}: {e.message}"
+                ) from None
 
     out = sys.stdout
     out.write(f"entry {fn.name} fn:{fn.hash.hex()}\n")

@@ -56,6 +56,7 @@ CODES: dict[str, str] = {
     "K0318": "type argument outside its bound",
     "K0319": "type parameter not bound by the parameters",
     "K0320": "pattern does not match the value",
+    "K0321": "invalid dimension expression",
     # ownership and memory spaces
     "K0401": "use after move",
     "K0402": "conflicting borrows",

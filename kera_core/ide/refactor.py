@@ -26,7 +26,7 @@ from kera_core.ide.common import (
     symbol_at,
     token_at,
 )
-from kera_core.ir.types import UNIT, Ref, Sym, Tensor, Type, tuple_type
+from kera_core.ir.types import UNIT, Ref, Tensor, Type, dim_syms, tuple_type
 from kera_core.sema import lower_module
 from kera_core.sema.env import FnSig, Use, tuple_element_ok
 from kera_core.sema.lower import LoweredFn
@@ -306,7 +306,8 @@ def _dims_in(t: Type, out: set[int]) -> None:
     if isinstance(t, Ref):
         _dims_in(t.inner, out)
     elif isinstance(t, Tensor):
-        out.update(d.index for d in t.shape if isinstance(d, Sym))
+        for d in t.shape:
+            out.update(dim_syms(d))
 
 
 def extract_edits(

@@ -175,7 +175,7 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
         return ("struct", 0) if env is not None and text in env.structs else ("type", 0)
     if gp == K.MEM_SPACE:
         return ("enumMember", 0)
-    if gp == K.DIM:
+    if gp in (K.DIM, K.DIM_BIN, K.DIM_PAREN):
         return ("typeParameter", 0)
     if gp in (K.FIELD_EXPR, K.STRUCT_LIT_FIELD):
         return ("property", 0)

@@ -14,7 +14,7 @@ from kera_core.interp.fp import check_host_fp
 from kera_core.interp.machine import Ctx, Machine
 from kera_core.interp.values import (
     TOKEN,
-    bind_dims,
+    bind_all,
     concrete_type,
     raw_bytes,
     value_in,
@@ -22,7 +22,7 @@ from kera_core.interp.values import (
 )
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
-from kera_core.ir.types import Ref, Type, strip_ref
+from kera_core.ir.types import Ref, Type, dim_names_for_display, strip_ref
 from kera_core.source import encode
 
 
@@ -127,12 +127,12 @@ def bind_inputs(sig, inputs: dict[str, object], dims, convert=value_in) -> tuple
     for name, t in sig.value_params:
         if name not in inputs:
             raise InputError("R0005", f"missing input `{name}: {t}`")
-        v = convert(t, inputs[name], f"input `{name}`")
-        try:
-            bind_dims(t, v, bound, f"input `{name}`")
-        except InterpError as e:
-            raise InputError(e.code, e.message) from None
-        args.append(v)
+        args.append(convert(t, inputs[name], f"input `{name}`"))
+    try:
+        with dim_names_for_display(sig.dim_names):
+            bind_all(fn.type.params, args, bound, [f"input `{name}`" for name in sig.param_names])
+    except InterpError as e:
+        raise InputError(e.code, e.message) from None
     missing = [sig.dim_names[i] for i in range(fn.type.n_dims) if i not in bound]
     if missing:
         raise InputError(
@@ -167,6 +167,7 @@ def run_function(
         args.insert(0, TOKEN)
     tee = _Tee(stdout)
     m = Machine(g, stdout=tee, max_steps=max_steps)
+    m.check_dims(fn, bound)
     with np.errstate(all="ignore"):
         ys = m.run_region(fn.region, args, Ctx(bound, fn))
     if fn.type.effects:

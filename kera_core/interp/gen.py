@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from kera_core.interp.fp import FORMATS, canon
-from kera_core.interp.values import dtype_of
+from kera_core.interp.values import concrete_shape, dtype_of
 from kera_core.ir.types import Prim, Struct, Tensor, Type, strip_ref
 
 DEFAULT_DIM = 16
@@ -69,7 +69,7 @@ class InputGenerator:
         if isinstance(t, Struct):
             return {f: self.value(ft, dims) for f, ft in t.fields}
         if isinstance(t, Tensor):
-            shape = tuple(dims[d.index] if not isinstance(d, int) else d for d in t.shape)
+            shape = concrete_shape(t, dims)  # `f32[N + 1]`: R0003 if not a size
             n = int(np.prod(shape, dtype=np.int64))
             return self.elements(t.elem, n).reshape(shape)
         if isinstance(t, Prim):

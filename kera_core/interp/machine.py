@@ -25,10 +25,12 @@ import numpy as np
 from kera_core.interp import printing
 from kera_core.interp.errors import InterpError
 from kera_core.interp.ops_impl import HANDLERS, check_indices
-from kera_core.interp.values import TOKEN, bind_dims
+from kera_core.interp.values import TOKEN, bind_all, concrete_shape
+from kera_core.ir.dims import check_exprs, exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region
 from kera_core.ir.ops import REGISTRY
+from kera_core.ir.types import Tensor, strip_ref
 
 CONTROL = ("for", "while", "if", "call", "update", "param", "print", "move_to", "copy_to")
 
@@ -75,6 +77,7 @@ class Machine:
     held: dict[int, int] = field(default_factory=dict)  # id(array) -> holders
     steps_left: int | None = None
     copies: int = 0  # tensors `update` had to copy (another holder was still alive)
+    _dim_exprs: dict[bytes, tuple] = field(default_factory=dict)  # fn hash -> its DimExprs
 
     def __post_init__(self) -> None:
         self.by_hash = {f.hash: f for f in self.graph.functions.values()}
@@ -211,7 +214,7 @@ class Machine:
         if op == "while":
             return self._while(node, vals, ctx)
         if op == "call":
-            return tuple(self.call(self.by_hash[node.attr("callee")], vals, node))
+            return tuple(self.call(self.by_hash[node.attr("callee")], vals, node, ctx))
         if op == "print":
             self._print(node, vals[1:])
             return (TOKEN,)
@@ -256,18 +259,44 @@ class Machine:
             self.release(v)
         return tuple(carried)
 
-    def call(self, fn: Function, args: list, node: Node | None = None) -> list:
+    def call(self, fn: Function, args: list, node: Node | None = None, ctx=None) -> list:
         """Run ``fn`` on region arguments (token first if it has effects)."""
         dims: dict[int, int] = {}
         first = 1 if fn.type.effects else 0
         where = node.hash if node is not None else None
-        for i, (pt, v) in enumerate(zip(fn.type.params, args[first:], strict=True)):
-            bind_dims(pt, v, dims, f"argument {i + 1} of `{fn.name}`", where)
+        whats = [f"argument {i + 1} of `{fn.name}`" for i in range(len(fn.type.params))]
+        bind_all(fn.type.params, args[first:], dims, whats, where)
+        if len(dims) < fn.type.n_dims and node is not None and ctx is not None:
+            # dimensions only the result type fixes: the call's own result type, in the
+            # caller's dimensions, gives them (language.md §7.2)
+            rt = strip_ref(node.types[first]) if len(node.types) > first else None
+            if ("result", -1) in fn.outputs and isinstance(rt, Tensor):
+                shape = concrete_shape(rt, ctx.dims)
+                held = np.broadcast_to(np.empty((), np.int8), shape)
+                bind_all(
+                    (*fn.type.params, fn.type.result),
+                    [*args[first:], held],
+                    dims,
+                    [*whats, f"the result of `{fn.name}`"],
+                    where,
+                )
         if len(dims) < fn.type.n_dims:
             raise InterpError(
                 "R0006", f"`{fn.name}` has dimensions its arguments do not determine", where
             )
+        self.check_dims(fn, dims, where)
         return self.run_region(fn.region, list(args), Ctx(dims, fn))
+
+    def check_dims(self, fn: Function, dims: dict[int, int], where: bytes | None = None) -> None:
+        """On entering ``fn``: every dimension expression in its types must be a size under
+        the bound dimensions (R0003), on every target at this same point (§7.5)."""
+        exprs = self._dim_exprs.get(fn.hash)
+        if exprs is None:
+            exprs = self._dim_exprs[fn.hash] = exprs_of_function(self.graph, fn)
+        if exprs:
+            why = check_exprs(exprs, dims)
+            if why is not None:
+                raise InterpError("R0003", f"`{fn.name}`: {why}", where)
 
     def _print(self, node: Node, vals: list) -> None:
         text = node.attr("text")

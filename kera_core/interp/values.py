@@ -16,7 +16,10 @@ import numpy as np
 
 from kera_core.interp.errors import InputError, InterpError
 from kera_core.interp.fp import canon
+from kera_core.ir.dims import Step, solve
+from kera_core.ir.dims import value as dims_value_of
 from kera_core.ir.types import (
+    DimError,
     Prim,
     Ref,
     Struct,
@@ -25,6 +28,9 @@ from kera_core.ir.types import (
     TokenType,
     Type,
     Unit,
+    dim_syms,
+    dim_value,
+    display_dim,
     strip_ref,
 )
 
@@ -60,13 +66,17 @@ def dtype_of(p: Prim) -> type:
 def concrete_shape(t: Tensor, dims: tuple[int, ...] | dict[int, int]) -> tuple[int, ...]:
     out = []
     for d in t.shape:
-        if isinstance(d, Sym):
-            try:
-                out.append(int(dims[d.index]))
-            except (KeyError, IndexError):
-                raise InterpError("R0006", f"dimension ${d.index} is not bound") from None
-        else:
-            out.append(int(d))
+        if isinstance(d, int):
+            out.append(d)
+            continue
+        try:
+            out.append(dim_value(d, dims))
+        except (KeyError, IndexError):
+            missing = [k for k in dim_syms(d) if k not in dims] if isinstance(dims, dict) else []
+            k = missing[0] if missing else dim_syms(d)[0]
+            raise InterpError("R0006", f"dimension ${k} is not bound") from None
+        except DimError as e:
+            raise InterpError("R0003", f"dimension `{display_dim(d)}` is not a size: {e}") from None
     return tuple(out)
 
 
@@ -78,27 +88,61 @@ def concrete_type(t: Type, dims: dict[int, int]) -> Type:
     return t
 
 
-def bind_dims(t: Type, value, dims: dict[int, int], what: str, node: bytes | None = None) -> None:
-    """Bind the symbolic dimensions of ``t`` from the shape of ``value`` (checking conflicts)."""
+def bind_dims(t: Type, value, dims: dict[int, int], what: str, node: bytes | None = None) -> bool:
+    """Bind the symbolic dimensions of ``t`` from the shape of ``value``, checking the ones
+    already bound (R0003): an axis `N` or `N + 1` binds `N`, one whose symbols are all
+    bound is checked (docs/language.md §7.2). True when an axis with two or more unbound
+    symbols was left for later (:func:`bind_all` comes back to it)."""
     t = strip_ref(t)
     if not isinstance(t, Tensor):
-        return
+        return False
     shape = np.shape(value)
     if len(shape) != t.rank:
         raise InputError("R0005", f"{what}: expected a rank-{t.rank} tensor, got shape {shape}")
+    later = False
     for axis, (d, n) in enumerate(zip(t.shape, shape, strict=True)):
-        if isinstance(d, Sym):
-            bound = dims.get(d.index)
-            if bound is None:
-                dims[d.index] = int(n)
-            elif bound != n:
-                raise InterpError(
-                    "R0003",
-                    f"{what}: dimension {axis} is {n}, but an earlier argument bound it to {bound}",
-                    node,
-                )
-        elif d != n:
-            raise InterpError("R0003", f"{what}: dimension {axis} is {n}, expected {d}", node)
+        n = int(n)
+        if isinstance(d, int):
+            if d != n:
+                raise InterpError("R0003", f"{what}: dimension {axis} is {n}, expected {d}", node)
+            continue
+        free = [k for k in dim_syms(d) if k not in dims]
+        if len(free) > 1:
+            later = True
+            continue
+        step = Step(0, axis, d, free[0] if free else None)
+        try:
+            if free:
+                got = solve(step, n, dims.__getitem__)
+                if not isinstance(got, int) or got < 0:
+                    raise DimError("no size fits")
+                dims[free[0]] = got
+                continue
+            want = dims_value_of(d, dims.__getitem__)
+        except DimError:
+            raise InterpError(
+                "R0003",
+                f"{what}: dimension {axis} is {n}, which `{display_dim(d)}` is for no size",
+                node,
+            ) from None
+        if want != n:
+            earlier = "an earlier argument bound it to" if isinstance(d, Sym) else "expected"
+            raise InterpError(
+                "R0003", f"{what}: dimension {axis} is {n}, but {earlier} {want}", node
+            )
+    return later
+
+
+def bind_all(types, values, dims: dict[int, int], whats, node: bytes | None = None) -> None:
+    """:func:`bind_dims` over all arguments, again while an axis waits for a dimension
+    that a later argument binds."""
+    while True:
+        before = len(dims)
+        later = False
+        for t, v, what in zip(types, values, whats, strict=True):
+            later |= bind_dims(t, v, dims, what, node)
+        if not later or len(dims) == before:
+            return
 
 
 # --- host values in ---------------------------------------------------------------------
@@ -230,6 +274,7 @@ __all__ = [
     "DTYPES",
     "TOKEN",
     "Ref",
+    "bind_all",
     "bind_dims",
     "concrete_shape",
     "concrete_type",

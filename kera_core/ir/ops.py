@@ -11,20 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import gcd
 
 from kera_core.ir.types import (
     BOOL,
     I64,
     TOKEN,
     Dim,
+    DimExpr,
     FnType,
     Prim,
     RangeType,
     Ref,
     Struct,
+    Sym,
     Tensor,
     Type,
     dim_names_for_display,
+    dim_scale,
     display_dim,
     strip_ref,
 )
@@ -515,15 +519,20 @@ def _conv1d(inputs, attrs):
 # (with a start and step) and `linspace` round.
 
 
-def element_count(shape: tuple[Dim, ...]) -> tuple[int, tuple[int, ...]]:
-    """A shape's element count as (product of its static sizes, sorted symbol indices)."""
+def element_count(shape: tuple[Dim, ...]) -> tuple[int, tuple]:
+    """A shape's element count as (product of its static sizes, its symbolic factors
+    sorted: a symbol's index, or a dimension expression's normal form)."""
     n = 1
-    syms: list[int] = []
+    syms: list[tuple] = []
     for d in shape:
         if isinstance(d, int):
             n *= d
         else:
-            syms.append(d.index)
+            if isinstance(d, DimExpr) and d.div == 1:  # `2 * N + 2` counts as 2 · (N + 1)
+                g = gcd(d.const, *(c for _, c in d.terms))
+                n *= g
+                d = dim_scale(d, 1, g)
+            syms.append((d.index,) if isinstance(d, Sym) else (-1, d.terms, d.const, d.div))
     return n, tuple(sorted(syms))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from math import gcd
 
 from kera_core.ir.encoding import Writer, digest
 
@@ -197,13 +198,178 @@ class Sym:
         return f"${self.index}"
 
 
-Dim = int | Sym
+class DimError(ValueError):
+    """A dimension expression that is not a size: a division that is never exact, a
+    static value below zero, a product of two symbols (the message says which)."""
+
+
+@dataclass(frozen=True, eq=True)
+class DimExpr:
+    """A dimension computed from the function's dimensions: ``(Σ coeff·Sym(index) + const) / div``.
+
+    Always in normal form (build it with :func:`dim_affine` or the ``dim_*`` operations,
+    never directly): terms sorted by index with nonzero coefficients, at least one term
+    and not a bare symbol, ``div >= 1``, and when ``div > 1`` the coefficients, the
+    constant and ``div`` share no common factor. So ``N + 1`` and ``1 + N`` are one value,
+    with one encoding and one hash. The division is exact: a value that does not divide
+    is a checked error where the dimension is evaluated (docs/language.md §7.5).
+    """
+
+    terms: tuple[tuple[int, int], ...]  # (symbol index, coefficient)
+    const: int = 0
+    div: int = 1
+
+    @property
+    def syms(self) -> tuple[int, ...]:
+        return tuple(k for k, _ in self.terms)
+
+    def __str__(self) -> str:
+        return self.display(DISPLAY_DIMS.get())
+
+    def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        """As a user writes it: `N + 1`, `2 * N - M`, `10 - N`, `(N + 1) / 2`."""
+        parts: list[str] = []
+        const = self.const
+        if self.terms[0][1] < 0:  # no unary minus in dimensions: `10 - N`, `0 - N`
+            parts.append(str(const) if const > 0 else "0")
+            const = 0 if const > 0 else const
+        for k, c in self.terms:
+            name = Sym(k).display(dim_names)
+            term = name if abs(c) == 1 else f"{abs(c)} * {name}"
+            if parts:
+                parts.append(("+ " if c > 0 else "- ") + term)
+            else:
+                parts.append(term)
+        if const:
+            parts.append(f"+ {const}" if const > 0 else f"- {-const}")
+        out = " ".join(parts)
+        if self.div == 1:
+            return out
+        if len(parts) == 1 and "*" not in out:
+            return f"{out} / {self.div}"
+        return f"({out}) / {self.div}"
+
+
+Dim = int | Sym | DimExpr
+
+# a dimension as a linear form: ({symbol: coefficient}, constant, divisor)
+_Lin = tuple[dict[int, int], int, int]
+
+
+def _lin(d: Dim) -> _Lin:
+    if isinstance(d, int):
+        return {}, d, 1
+    if isinstance(d, Sym):
+        return {d.index: 1}, 0, 1
+    return dict(d.terms), d.const, d.div
+
+
+def dim_affine(terms: dict[int, int], const: int = 0, div: int = 1) -> Dim:
+    """The normal form of ``(Σ terms[k]·Sym(k) + const) / div`` (``div`` != 0).
+
+    Raises DimError when no terms are left and the constant does not divide."""
+    if div == 0:
+        raise DimError("division by zero in a dimension")
+    if div < 0:
+        terms = {k: -c for k, c in terms.items()}
+        const, div = -const, -div
+    items = tuple(sorted((k, c) for k, c in terms.items() if c))
+    if div > 1:
+        g = div
+        for _, c in items:
+            g = gcd(g, c)
+        g = gcd(g, const)
+        if g > 1:
+            items = tuple((k, c // g) for k, c in items)
+            const //= g
+            div //= g
+    if not items:
+        if const % div:
+            raise DimError(f"{const} / {div} is not a whole number")
+        return const // div
+    if items == ((items[0][0], 1),) and not const and div == 1:
+        return Sym(items[0][0])
+    return DimExpr(items, const, div)
+
+
+def dim_add(a: Dim, b: Dim, sign: int = 1) -> Dim:
+    """``a + sign·b``. Exact divisions stay exact: ``a/p + b/q = (a·q + b·p) / (p·q)``."""
+    ta, ca, da = _lin(a)
+    tb, cb, db = _lin(b)
+    terms = {k: c * db for k, c in ta.items()}
+    for k, c in tb.items():
+        terms[k] = terms.get(k, 0) + sign * c * da
+    return dim_affine(terms, ca * db + sign * cb * da, da * db)
+
+
+def dim_scale(a: Dim, num: int, den: int = 1) -> Dim:
+    """``a · num / den`` (``den`` != 0; the division exact where it is evaluated)."""
+    ta, ca, da = _lin(a)
+    return dim_affine({k: c * num for k, c in ta.items()}, ca * num, da * den)
+
+
+def dim_syms(d: Dim) -> tuple[int, ...]:
+    """The symbol indices ``d`` depends on, ascending."""
+    if isinstance(d, Sym):
+        return (d.index,)
+    if isinstance(d, DimExpr):
+        return d.syms
+    return ()
+
+
+def dim_subst(d: Dim, binding) -> Dim:
+    """``d`` with each ``Sym(k)`` in ``binding`` (a mapping to Dims) replaced."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Sym):
+        return binding.get(d.index, d)
+    out: Dim = dim_affine({}, d.const)
+    for k, c in d.terms:
+        out = dim_add(out, dim_scale(binding.get(k, Sym(k)), c))
+    return dim_scale(out, 1, d.div)
+
+
+def dim_value(d: Dim, dims) -> int:
+    """The size ``d`` has under bound sizes ``dims`` (index -> int; KeyError if one is
+    missing). Raises DimError if the division is not exact or the size is negative."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Sym):
+        return int(dims[d.index])
+    num = d.const
+    for k, c in d.terms:
+        num += c * int(dims[k])
+    if num % d.div:
+        raise DimError(f"{num} is not divisible by {d.div}")
+    n = num // d.div
+    if n < 0:
+        raise DimError(f"the size would be {n}")
+    return n
 
 
 def display_dim(d: Dim, dim_names: tuple[str, ...] | None = None) -> str:
     if dim_names is None:
         dim_names = DISPLAY_DIMS.get()
     return str(d) if isinstance(d, int) else d.display(dim_names)
+
+
+def encode_dim(w: Writer, d: Dim) -> None:
+    """docs/graph.md: `u8 0, uvar size` | `u8 1, uvar index` | `u8 2, uvar terms,
+    (uvar index, svar coefficient)*, svar constant, uvar divisor` (normal form only)."""
+    if isinstance(d, int):
+        w.u8(0)
+        w.uvar(d)
+    elif isinstance(d, Sym):
+        w.u8(1)
+        w.uvar(d.index)
+    else:
+        w.u8(2)
+        w.uvar(len(d.terms))
+        for k, c in d.terms:
+            w.uvar(k)
+            w.svar(c)
+        w.svar(d.const)
+        w.uvar(d.div)
 
 
 @dataclass(frozen=True, eq=True)
@@ -217,12 +383,7 @@ class Tensor(Type):
         self.elem.encode(w)
         w.uvar(len(self.shape))
         for d in self.shape:
-            if isinstance(d, int):
-                w.u8(0)
-                w.uvar(d)
-            else:
-                w.u8(1)
-                w.uvar(d.index)
+            encode_dim(w, d)
         w.str(self.space)
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
@@ -344,7 +505,7 @@ def strip_ref(t: Type) -> Type:
 def substitute(t: Type, binding: dict[int, Dim]) -> Type:
     """Replace symbolic dimensions by what a call site bound them to."""
     if isinstance(t, Tensor):
-        shape = tuple(binding.get(d.index, d) if isinstance(d, Sym) else d for d in t.shape)
+        shape = tuple(dim_subst(d, binding) for d in t.shape)
         return Tensor(t.elem, shape, t.space)
     if isinstance(t, Ref):
         return Ref(substitute(t.inner, binding), t.mutable)

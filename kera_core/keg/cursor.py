@@ -12,6 +12,9 @@ from kera_core.ir.types import (
     INT_TYPES,
     PRIMS,
     SPACES,
+    Dim,
+    DimError,
+    DimExpr,
     FnType,
     Prim,
     RangeType,
@@ -22,6 +25,7 @@ from kera_core.ir.types import (
     TokenType,
     Type,
     Unit,
+    dim_affine,
 )
 from kera_core.keg.errors import KegError
 from kera_core.keg.format import MAX_TYPE_DEPTH, MAX_VARINT_BYTES
@@ -139,6 +143,23 @@ class Cursor:
             raise self.fail("trailing", f"{self.end - self.pos} unused bytes after the {what}")
 
 
+def _dim_expr(c: Cursor, at: int) -> DimExpr:
+    """A dimension expression (kind 2), accepted only in its normal form, so that one
+    dimension has one encoding (docs/graph.md)."""
+    n = c.count("dimension terms", 2)
+    terms = tuple((c.uvar(), c.svar()) for _ in range(n))
+    const = c.svar()
+    div = c.uvar()
+    try:
+        d = dim_affine(dict(terms), const, div) if div else None
+    except DimError:
+        d = None
+    want = DimExpr(terms, const, div)
+    if d != want or len({k for k, _ in terms}) != n:
+        raise c.fail("bad-type", "a dimension expression not in normal form", at)
+    return want
+
+
 def decode_type(c: Cursor, depth: int = 0) -> Type:
     """The inverse of ``Type.encode``, validating names as docs/graph.md lists them."""
     if depth > MAX_TYPE_DEPTH:
@@ -153,7 +174,7 @@ def decode_type(c: Cursor, depth: int = 0) -> Type:
     if tag == 2:
         elem = _prim(c, depth)
         rank = c.count("dimensions", 2)
-        shape: list[int | Sym] = []
+        shape: list[Dim] = []
         for _ in range(rank):
             kind_at = c.pos
             kind = c.u8()
@@ -161,8 +182,10 @@ def decode_type(c: Cursor, depth: int = 0) -> Type:
                 shape.append(c.uvar())
             elif kind == 1:
                 shape.append(Sym(c.uvar()))
+            elif kind == 2:
+                shape.append(_dim_expr(c, kind_at))
             else:
-                raise c.fail("bad-type", f"dimension kind {kind} is neither 0 nor 1", kind_at)
+                raise c.fail("bad-type", f"dimension kind {kind} is not 0, 1 or 2", kind_at)
         space_at = c.pos
         space = c.text()
         if space not in SPACES:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kera_core.ir.types import DimError, DimExpr, dim_value
+
 SCALARS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
 FLOATS = ("f32", "f64")
 BITS = {
@@ -219,8 +221,37 @@ class LFunction:
     params: list  # per graph parameter: a flat list of Var | Buf (structs are flattened)
     body: list
     results: list  # per output: a flat list of Var | Buf
-    result_shapes: list  # per output: per flat Buf, its shape (operands); Vars: ()
+    # per output: per flat Buf, its shape — Imm, a dimension Var of ``dims``, or a
+    # DimSize (`N + 1`: computed from the dimensions); Vars: ()
+    result_shapes: list
     exported: bool = False
+
+    def sizes(self, shape: tuple, bound) -> tuple[int, ...]:
+        """A result shape's sizes for bound dimensions ``bound`` (index -> size). A
+        dimension expression that is not a size counts 0: the run stops with R0003 on entry
+        before it returns anything (a host that plans its reads ahead asks all the same)."""
+        index = {d.id: i for i, d in enumerate(self.dims)}
+        out = []
+        for d in shape:
+            if isinstance(d, Imm):
+                out.append(d.bits)
+            elif isinstance(d, DimSize):
+                try:
+                    out.append(dim_value(d.expr, bound))
+                except DimError:
+                    out.append(0)
+            else:
+                out.append(int(bound[index[d.id]]))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class DimSize:
+    """A dimension of a function's result given by a dimension expression over the
+    function's dimensions (docs/language.md §7.5): checked on entry, so a host evaluates it
+    from the bound sizes."""
+
+    expr: DimExpr
 
 
 @dataclass(eq=False)

@@ -32,10 +32,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kera_core.ir import ops
+from kera_core.ir.dims import binding_plan, exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
-from kera_core.ir.types import Prim, Ref, Struct, Sym, Tensor, TokenType, Type, strip_ref
+from kera_core.ir.types import DimExpr, Prim, Ref, Struct, Sym, Tensor, TokenType, Type, strip_ref
 from kera_core.loops import composite as C
+from kera_core.loops.dims import dim_operand, solve_operand
 from kera_core.loops.emit import Emitter, imm
 from kera_core.loops.ir import (
     Alloc,
@@ -43,6 +45,7 @@ from kera_core.loops.ir import (
     Call,
     Check,
     Copy,
+    DimSize,
     Free,
     If,
     Imm,
@@ -266,7 +269,26 @@ class _FnLowering:
     def dim(self, d) -> Operand:
         if isinstance(d, Sym):
             return self.dims[d.index]
+        if isinstance(d, DimExpr):
+            return self.dim_vals[d]  # computed and checked on entry (`entry_dims`)
         return imm("i64", int(d))
+
+    def host_shape(self, t: Tensor) -> tuple:
+        """A result's shape as a host reads it, from its declared type: sizes, dimension
+        Vars, and DimSizes for dimension expressions (the host evaluates them from the
+        bound sizes; the body checked them on entry)."""
+        return tuple(DimSize(d) if isinstance(d, DimExpr) else self.dim(d) for d in t.shape)
+
+    def entry_dims(self) -> list:
+        """Statements that compute every dimension expression of the function's types on
+        entry, each checked to be a size (R0003), as the interpreter checks them."""
+        self.dim_vals: dict = {}
+        with self.e.block() as blk:
+            for d in exprs_of_function(self.graph, self.fn):
+                self.dim_vals[d] = dim_operand(
+                    self.e, d, self.dims.__getitem__, f"`{self.fn.name}`: dimension `{d}`", None
+                )
+        return blk
 
     def shape_of(self, t: Tensor) -> tuple:
         return tuple(self.dim(d) for d in t.shape)
@@ -306,6 +328,7 @@ class _FnLowering:
         fn = self.fn
         region = self.graph.regions[fn.region]
         self.prologue: list = []
+        dim_stmts = self.entry_dims()
         effects = bool(fn.type.effects)
         params = [self.param_value(t, f"p{i}") for i, t in enumerate(fn.type.params)]
         args = ([None] if effects else []) + params
@@ -329,7 +352,8 @@ class _FnLowering:
                 out = self.as_result(y, frame)
             flat = leaves(out)
             results.append([x.buf if isinstance(x, TVal) else x for x in flat])
-            shapes.append([x.shape if isinstance(x, TVal) else () for x in flat])
+            declared = strip_ref(fn.type.result if kind == "result" else fn.type.params[i])
+            shapes.append([self.host_shape(declared) if isinstance(x, TVal) else () for x in flat])
         self.free_rest(frame, keep={x.id for g in results for x in g if isinstance(x, Buf)})
         self.frames.pop()
         body = self.e.stmts
@@ -341,7 +365,9 @@ class _FnLowering:
                 self.e.assign(n, acc)
             pro += blk
         flat_params = [[x.buf if isinstance(x, TVal) else x for x in leaves(p)] for p in params]
-        return LFunction(fn.name, self.dims, flat_params, pro + body, results, shapes, fn.exported)
+        return LFunction(
+            fn.name, self.dims, flat_params, dim_stmts + pro + body, results, shapes, fn.exported
+        )
 
     def as_result(self, y, frame: _Frame):
         """A result value the caller will own: the function's own whole temporaries as they
@@ -1452,33 +1478,33 @@ class _FnLowering:
         effects = bool(callee.type.effects)
         args = ins[1:] if effects else ins
         dying = dying[1:] if effects else dying
-        # the callee's dimensions, from the argument shapes (checked to agree: R0003)
+        # the callee's dimensions, from the argument shapes: solved and checked (R0003)
+        # by the callee's binding plan (docs/language.md §7.2)
         dims: dict[int, Operand] = {}
-        for pt, v in zip(callee.type.params, args, strict=True):
-            pt0 = pt.inner if isinstance(pt, Ref) else pt
-            if isinstance(pt0, Tensor):
-                for d, got in zip(pt0.shape, v.shape, strict=True):
-                    if isinstance(d, Sym):
-                        if d.index in dims:
-                            if not _same(dims[d.index], got):
-                                ok = e.op("eq", dims[d.index], got)
-                                e.emit(
-                                    Check(
-                                        ok,
-                                        "R0003",
-                                        f"`{callee.name}`: arguments disagree on a dimension",
-                                        n.hash,
-                                    )
-                                )
-                        else:
-                            dims[d.index] = got
-                    elif not (isinstance(got, Imm) and got.bits == int(d)):
-                        ok = e.op("eq", got, imm("i64", int(d)))
-                        e.emit(
-                            Check(ok, "R0003", f"`{callee.name}`: a dimension does not fit", n.hash)
-                        )
-        if len(dims) < callee.type.n_dims:
-            raise NotLowered(f"`{callee.name}` has dimensions its arguments do not determine")
+        steps, unbound = binding_plan(callee.type.params, callee.type.n_dims)
+        shapes = [getattr(a, "shape", None) for a in args]
+        if unbound:  # dimensions only the result fixes: from the call's result type
+            r = strip_ref(n.types[1 if effects else 0]) if n.types[1 if effects else 0 :] else None
+            steps, unbound = binding_plan(
+                (*callee.type.params, callee.type.result), callee.type.n_dims
+            )
+            if unbound or not isinstance(r, Tensor):
+                raise NotLowered(f"`{callee.name}` has dimensions its arguments do not determine")
+            shapes.append(self.shape_of(r))
+        for st in steps:
+            got = shapes[st.param][st.axis]
+            where = f"`{callee.name}`: dimension {st.axis} of argument {st.param + 1}"
+            if st.solves is not None:
+                dims[st.solves] = solve_operand(e, st, got, dims.__getitem__, where, n.hash)
+                continue
+            want = (
+                imm("i64", st.dim)
+                if isinstance(st.dim, int)
+                else dim_operand(e, st.dim, dims.__getitem__, where, n.hash)
+            )
+            if not _same(want, got):
+                ok = e.op("eq", got, want)
+                e.emit(Check(ok, "R0003", f"{where} does not fit", n.hash))
         flat_args: list = [dims[i] for i in range(callee.type.n_dims)]
         mut_targets = {}
         for i, (pt, v, d) in enumerate(zip(callee.type.params, args, dying, strict=True)):
@@ -1518,7 +1544,8 @@ class _FnLowering:
                         vals.append(v)
                         results_flat.append(v)
             else:
-                shape_src = self.result_shapes(t)
+                # the callee's result shapes, in the callee's dimensions as bound here
+                shape_src = self.result_shapes(t, dims, f"`{callee.name}`: its result", n.hash)
                 for x, shp in zip(group, shape_src, strict=True):
                     if isinstance(x, Buf):
                         b = e.buf(x.elem, self.size(shp), x.space, "temp", "r")
@@ -1544,15 +1571,15 @@ class _FnLowering:
             return tuple(self.template(strip_ref(ft)) for _, ft in t.fields)
         return 0
 
-    def result_shapes(self, t: Type) -> list:
+    def result_shapes(self, t: Type, dims: dict, what: str, node: bytes) -> list:
         t = strip_ref(t)
         if isinstance(t, Struct):
             out = []
             for _, ft in t.fields:
-                out += self.result_shapes(ft)
+                out += self.result_shapes(ft, dims, what, node)
             return out
         if isinstance(t, Tensor):
-            return [self.shape_of(t)]
+            return [tuple(dim_operand(self.e, d, dims.__getitem__, what, node) for d in t.shape)]
         return [()]
 
 

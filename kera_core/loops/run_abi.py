@@ -95,7 +95,6 @@ def result_of(
     """The run's outputs from the io cells after the call (result cells from ``at``); a
     buffer is read with ``read_array(address, elem, count)``."""
     fn = sig.function
-    dim_of = {d.id: bound[i] for i, d in enumerate(lf.dims)}
     outs: list[Output] = []
     for (kind, i), group, shapes in zip(fn.outputs, lf.results, lf.result_shapes, strict=True):
         vals = []
@@ -103,7 +102,7 @@ def result_of(
             bits = io[at]
             at += 1
             if isinstance(x, ir.Buf):
-                sh = tuple(d.bits if isinstance(d, ir.Imm) else dim_of[d.id] for d in shape)
+                sh = lf.sizes(shape, bound)
                 count = int(np.prod(sh)) if sh else 1
                 arr = read_array(bits, x.elem, count).reshape(sh)
                 vals.append(canon(arr) if arr.dtype.kind == "f" else arr)

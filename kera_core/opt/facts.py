@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Value
-from kera_core.ir.types import TOKEN, Prim, Sym, Tensor, Type, strip_ref
+from kera_core.ir.types import TOKEN, DimExpr, Prim, Sym, Tensor, Type, strip_ref
 
 _I64 = Prim("i64")
 
@@ -197,6 +197,11 @@ class Scope:
                 return False
             if isinstance(d, Sym):
                 if b.sym != d.index or b.off > 0:
+                    return False
+            elif isinstance(d, DimExpr):  # `N + c`: the bound of `N`, shifted by c
+                if d.div != 1 or len(d.terms) != 1 or d.terms[0][1] != 1:
+                    return False
+                if b.sym != d.terms[0][0] or b.off > d.const:
                     return False
             elif b.sym is not None or b.off > d:
                 return False

@@ -11,7 +11,9 @@ Dimensions: the callee's types speak of its own ``Sym(k)`` and its body reads
 binding ``k -> Sym(j)`` (the caller's dimension) or ``k -> n`` (a static size); the body
 is rewritten under it (:func:`retarget`) — types substituted, ``dim{k}`` replaced by the
 caller's ``dim{j}`` or the constant ``n``. A call whose arguments bind some ``k`` two
-different ways, or not at all, is not inlined (the run-time check R0003 stays).
+different ways, or not at all, is not inlined (the run-time check R0003 stays); nor is
+one where a dimension expression (`N + 1`) is involved — in a parameter, an argument or
+anywhere in the callee's types — since binding it or entering the callee checks it.
 
 Only private functions with at most ``max_nodes`` non-leaf nodes whose body cannot fail
 at the call site are inlined (see ``replacement_safe``), so no checked error moves. A
@@ -21,9 +23,10 @@ functions are never removed (they are the graph's identity).
 
 from __future__ import annotations
 
+from kera_core.ir.dims import exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Value
-from kera_core.ir.types import I64, Dim, Struct, Sym, Tensor, Type, strip_ref
+from kera_core.ir.types import I64, Dim, DimExpr, Struct, Sym, Tensor, Type, strip_ref
 from kera_core.opt.rewrite import (
     RegionPass,
     Site,
@@ -44,6 +47,8 @@ def bind(binding: dict[int, Dim], callee_t: Type, arg_t: Type) -> bool:
         if not isinstance(a, Tensor) or a.rank != c.rank or a.elem != c.elem:
             return False
         for dc, da in zip(c.shape, a.shape, strict=True):
+            if isinstance(dc, DimExpr) or isinstance(da, DimExpr):
+                return False  # solved and checked at the call (R0003): not moved
             if isinstance(dc, Sym):
                 if binding.setdefault(dc.index, da) != da:
                     return False
@@ -96,6 +101,8 @@ class Inline(RegionPass):
                 return None
         if any(k not in binding for k in range(f.type.n_dims)):
             return None
+        if exprs_of_function(self.g, f):
+            return None  # its dimension expressions are checked when it is entered
         rh = f.region
         if not identity_binding(binding, f.type.n_dims):
             dims = {k: self._dim_value(d) for k, d in binding.items()}

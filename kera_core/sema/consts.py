@@ -166,6 +166,21 @@ def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
     """Evaluate the lowered constant with the interpreter's handlers (so the compile-time
     value is the run-time one, bit for bit); the K0317 diagnostic of the first operation
     that fails, at that operation's span, or None when the value is computed."""
+    _, failure = _evaluate(lw, value)
+    if failure is None:
+        return None
+    h, ex = failure
+    spans = lw.prov.absolute(h)
+    at = min(spans, key=lambda s: s.end - s.start) if spans else whole
+    return error(
+        "K0317",
+        at,
+        f"constant `{name}` cannot be evaluated: {ex.message} ({ex.code} at run time)",
+    )
+
+
+def _evaluate(lw, value: Value) -> tuple[object, tuple[bytes, InterpError] | None]:
+    """The value of a lowered constant, or the node that failed and its error."""
     results: dict[bytes, object] = {}
     stack = [(value.node, False)]
     while stack:
@@ -182,11 +197,46 @@ def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
             with np.errstate(all="ignore"):
                 results[h] = HANDLERS[node.op](node, None, *args)
         except InterpError as ex:
-            spans = lw.prov.absolute(h)
-            at = min(spans, key=lambda s: s.end - s.start) if spans else whole
-            return error(
-                "K0317",
-                at,
-                f"constant `{name}` cannot be evaluated: {ex.message} ({ex.code} at run time)",
-            )
-    return None
+            return None, (h, ex)
+    return results[value.node], None
+
+
+def constant_value(env: ModuleEnv, name: str):
+    """The compile-time value of constant ``name`` (a numpy scalar), for a constant used
+    where a value is needed before the functions are checked (a dimension, §3.3); None
+    when it has no value — a cycle, a bad initializer, a failed evaluation — which
+    :func:`check_constants` reports, once, on the constant."""
+    from kera_core.sema.lower import FnLowering
+
+    memo = env.const_values
+    if name in memo:
+        return memo[name]
+    memo[name] = None
+    quiet: list[Diagnostic] = []
+    refs: dict[str, list[str]] = {}
+    for n, c in env.consts.items():
+        r = _references(env, n, quiet)
+        if r is not None and c.type is not None:
+            refs[n] = r
+    bad = _cycles(env, refs, quiet) | (set(env.consts) - set(refs))
+    todo, seen = [name], set()
+    while todo:
+        n = todo.pop()
+        if n in bad:
+            return None
+        if n not in seen:
+            seen.add(n)
+            todo.extend(refs[n])
+    c = env.consts[name]
+    sig = FnSig(name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None)  # type: ignore[arg-type]
+    lw = FnLowering(env, sig, {})
+    lw.frame = Frame(None, [])
+    v = lw.expr(c.value, c.type)
+    if v.is_err or v.value is None or any(d.is_error for d in lw.diags):
+        return None
+    if not lw.check_type(c.type, v, c.value.span, ""):  # type: ignore[union-attr]
+        return None
+    result, failure = _evaluate(lw, v.value)
+    if failure is None:
+        memo[name] = result
+    return memo[name]

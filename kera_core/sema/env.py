@@ -16,6 +16,9 @@ from kera_core.ir.types import (
     PRIMS,
     SPACES,
     UNIT,
+    Dim,
+    DimError,
+    DimExpr,
     FnType,
     Prim,
     Ref,
@@ -24,6 +27,8 @@ from kera_core.ir.types import (
     Tensor,
     Type,
     TypeParam,
+    dim_add,
+    dim_scale,
     strip_ref,
     tuple_type,
 )
@@ -131,6 +136,7 @@ class ModuleEnv:
     instances: dict[str, FnSig] = field(default_factory=dict)
     uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
     bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
+    const_values: dict[str, object] = field(default_factory=dict)  # sema/consts.constant_value
 
     def definition(self, use: Use) -> Span | None:
         """Where a use's target is defined, in the current file."""
@@ -231,40 +237,11 @@ class TypeResolver:
             shape = []
             for d in t.dims:
                 if d.child_of_kind(K.UNSUPPORTED) is not None:
-                    return None  # `N + 1`: the parser reported it (K0112)
-                tok = d.token_of_kind(K.INT)
-                if tok is not None:
-                    try:
-                        size = literals.int_value(tok.text)
-                    except ValueError:
-                        size = None
-                    if size is None or size > MAX_DIM_SIZE:
-                        self.diags.append(
-                            error(
-                                "K0307",
-                                tok.span,
-                                f"dimension size `{quoted(tok.text)}` is out of range "
-                                f"(at most {MAX_DIM_SIZE})",
-                            )
-                        )
-                        return None
-                    shape.append(size)
-                    continue
-                ref = d.child_of_kind(K.NAME_REF)
-                name = ref.text.strip() if ref is not None else ""
-                if name in self.dims:
-                    i = self.dims.index(name)
-                    shape.append(Sym(i))
-                    if ref is not None and i < len(self.dim_spans):
-                        self.uses.append(Use(ref.span, "dim", self.dim_spans[i], name))
-                else:
-                    hint = (
-                        f"; declare it: `fn f[{name}](…)`"
-                        if not self.dims
-                        else did_you_mean(name, self.dims)
-                    )
-                    self.diags.append(error("K0201", d.span, f"unknown dimension `{name}`{hint}"))
+                    return None  # `N % 2`: the parser reported it (K0112)
+                dim = self._dim(d)
+                if dim is None:
                     return None
+                shape.append(dim)
             return Tensor(base, tuple(shape))  # type: ignore[arg-type]
         return None
 
@@ -282,6 +259,153 @@ class TypeResolver:
                 return None
             elems.append(et)
         return tuple_type(tuple(elems)) if elems else UNIT
+
+    def _dim(self, d) -> Dim | None:
+        """One DIM node: a size, a dimension parameter, a dimension constant, or affine
+        arithmetic over them with exact division by a number (§7.5); None after a
+        diagnostic."""
+        operand = next((c for c in d.children_with_tokens() if not c.kind.is_trivia), None)
+        if operand is None:
+            return None  # the parser reported the missing dimension
+        value = self._dim_operand(operand)
+        if value is None:
+            return None
+        if isinstance(value, DimExpr) and value.div > 1:
+            if all(c % value.div == 0 for _, c in value.terms):
+                return self._bad_dim(
+                    d.span, f"`{value.display(self.dims)}` is never a whole number"
+                )
+        if isinstance(value, int):
+            if value < 0:
+                return self._bad_dim(d.span, f"this dimension is {value}, below zero")
+            if value > MAX_DIM_SIZE:
+                self.diags.append(
+                    error(
+                        "K0307",
+                        d.span,
+                        f"dimension size {value} is out of range (at most {MAX_DIM_SIZE})",
+                    )
+                )
+                return None
+        return value
+
+    def _bad_dim(self, span: Span, message: str) -> None:
+        self.diags.append(error("K0321", span, message))
+        return None
+
+    def _dim_operand(self, n) -> Dim | None:
+        k = n.kind
+        if k == K.INT:
+            try:
+                size = literals.int_value(n.text)
+            except ValueError:
+                size = None
+            if size is None or size > MAX_DIM_SIZE:
+                self.diags.append(
+                    error(
+                        "K0307",
+                        n.span,
+                        f"dimension size `{quoted(n.text)}` is out of range "
+                        f"(at most {MAX_DIM_SIZE})",
+                    )
+                )
+                return None
+            return size
+        if k == K.NAME_REF:
+            return self._dim_name(n)
+        if k == K.DIM_PAREN:
+            inner = next(
+                (
+                    c
+                    for c in n.children_with_tokens()
+                    if not c.kind.is_trivia and c.kind not in (K.L_PAREN, K.R_PAREN)
+                ),
+                None,
+            )
+            return None if inner is None else self._dim_operand(inner)
+        if k == K.DIM_BIN:
+            parts = [c for c in n.children_with_tokens() if not c.kind.is_trivia]
+            if len(parts) != 3:
+                return None  # the parser reported the missing operand
+            lhs, op, rhs = parts
+            a = self._dim_operand(lhs)
+            b = self._dim_operand(rhs)
+            if a is None or b is None:
+                return None
+            return self._dim_op(a, op.kind, b, n.span, op.span)
+        return None
+
+    def _dim_op(self, a: Dim, op, b: Dim, span: Span, op_span: Span) -> Dim | None:
+        divided = [x for x in (a, b) if isinstance(x, DimExpr) and x.div > 1]
+        if op == K.STAR:
+            if not isinstance(a, int) and not isinstance(b, int):
+                return self._bad_dim(
+                    span,
+                    "a dimension is affine: multiply a dimension by a number (`2 * N`), "
+                    "not by another dimension",
+                )
+            if divided:
+                return self._bad_dim(
+                    span,
+                    "write the division last (`(2 * N) / 4`, not `2 * (N / 4)`): a product "
+                    "of a quotient would not check that the quotient divides",
+                )
+            return dim_scale(a, b) if isinstance(b, int) else dim_scale(b, a)  # type: ignore[arg-type]
+        if op == K.SLASH:
+            if not isinstance(b, int):
+                return self._bad_dim(span, "a dimension can only be divided by a number")
+            if b == 0:
+                return self._bad_dim(op_span, "division by zero in a dimension")
+            try:
+                return dim_scale(a, 1, b)
+            except DimError:
+                return self._bad_dim(span, f"{a} / {b} is not a whole number")
+        # `+` and `-`: a quotient plus a number stays exactly as divisible; a quotient
+        # plus another dimension would not be checked term by term
+        if divided and not isinstance(a, int) and not isinstance(b, int):
+            return self._bad_dim(
+                span,
+                "write the division last: `(N + M) / 2`, not `N / 2 + M / 2` — a sum of "
+                "quotients would not check that each divides",
+            )
+        return dim_add(a, b, 1 if op == K.PLUS else -1)
+
+    def _dim_name(self, ref) -> Dim | None:
+        name = ref.text.strip()
+        if name in self.dims:
+            i = self.dims.index(name)
+            if i < len(self.dim_spans):
+                self.uses.append(Use(ref.span, "dim", self.dim_spans[i], name))
+            return Sym(i)
+        c = self.env.consts.get(name)
+        if c is not None:
+            self.uses.append(Use(ref.span, "const", name=name))
+            if c.type is None:
+                return None  # reported on the constant
+            if not (isinstance(c.type, Prim) and c.type.is_int):
+                return self._bad_dim(
+                    ref.span,
+                    f"constant `{name}` is `{c.type}`: a dimension constant has an integer type",
+                )
+            from kera_core.sema.consts import constant_value
+
+            v = constant_value(self.env, name)
+            if v is None:
+                return None  # reported on the constant
+            v = int(v)
+            if v < 0 or v > MAX_DIM_SIZE:
+                return self._bad_dim(
+                    ref.span,
+                    f"constant `{name}` is {v}: a dimension is between 0 and {MAX_DIM_SIZE}",
+                )
+            return v
+        hint = (
+            f"; declare it: `fn f[{name}](…)`"
+            if not self.dims
+            else did_you_mean(name, [*self.dims, *self.env.consts])
+        )
+        self.diags.append(error("K0201", ref.span, f"unknown dimension `{name}`{hint}"))
+        return None
 
     def _named(self, ref: ast.NameRef | None) -> Type | None:
         if ref is None:

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from kera_core.diagnostics import Edit, Fix, Related
 from kera_core.ir import ops
+from kera_core.ir.dims import binding_plan, solve
+from kera_core.ir.dims import value as dims_value
 from kera_core.ir.node import Node
 from kera_core.ir.types import (
     BOUNDS,
     I64,
     SPACES,
     TOKEN,
+    DimError,
+    DimExpr,
     Prim,
     Ref,
+    Sym,
     Tensor,
     Type,
     TypeParam,
     Unit,
+    display_dim,
     elem_of,
     has_type_params,
     instantiate,
@@ -97,7 +103,7 @@ class Calls:
             return self.err("K0205", callee.span, f"`{name}` is a value, not a function{shadowed}")
         if name in self.env.fns:
             self.uses.append(Use(ref.span, "fn", name=name))
-            return self.user_call(e, self.env.fns[name])
+            return self.user_call(e, self.env.fns[name], expected)
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
         cands = [*self.env.fns, *BUILTINS]
@@ -144,7 +150,7 @@ class Calls:
         return node
 
     # --- user functions ------------------------------------------------------------------
-    def user_call(self, e: ast.CallExpr, sig: FnSig):
+    def user_call(self, e: ast.CallExpr, sig: FnSig, expected=None):
         args = e.args
         params = sig.type.params
         if len(args) != len(params):
@@ -158,6 +164,9 @@ class Calls:
         vals: list[Val] = []
         mut_targets: list[str] = []
         ok = True
+        steps, _ = binding_plan((*params, sig.type.result), sig.type.n_dims)
+        actual: dict[int, tuple] = {}  # argument -> its shape, once checked
+        done = 0  # steps carried out: in order, as far as the arguments known allow
         # An unsuffixed literal for a `T` parameter waits until the other arguments
         # have bound `T` (`axpy(2.0, &x, &mut y)` with `x: &f32[N]` passes 2.0 as f32).
         order = list(range(len(args)))
@@ -183,8 +192,15 @@ class Calls:
                     continue
             if not self.unify(pt, v.type, binding, arg, sig, i):
                 ok = False
+            elif isinstance(strip_ref(v.type), Tensor):
+                actual[i] = strip_ref(v.type).shape  # type: ignore[union-attr]
+            while ok and done < len(steps) and steps[done].param in actual:
+                ok = self.bind_step(steps[done], actual, binding, args, sig)
+                done += 1
             got[i] = v
         vals = [got[i] for i in sorted(got)]
+        if ok and any(s.solves is not None for s in steps[done:]):  # fixed by the result
+            ok = self.bind_from_result(e, sig, steps[done:], actual, binding, expected)
         for eff in sig.type.effects:
             ok &= self.need_effect(eff, e.span, f"`{sig.name}`")
         if ok and sig.is_generic:
@@ -355,29 +371,100 @@ class Calls:
             if a.space != p.space:
                 return self.space_mismatch(pt, a, p, arg, sig, i)
             for pd, ad in zip(p.shape, a.shape, strict=True):
-                if isinstance(pd, int):
-                    if pd != ad:
-                        return mismatch(f" (dimension {pd} differs)")
-                    continue
-                bound = binding.get(pd.index)
-                if bound is None:
-                    binding[pd.index] = ad
-                elif bound != ad:
-                    from kera_core.ir.types import display_dim
-
-                    self.err(
-                        "K0310",
-                        arg.span,
-                        f"dimension `{sig.dim_names[pd.index]}` of `{sig.name}` is "
-                        f"{display_dim(bound, self.sig.dim_names)} from an earlier argument, "
-                        f"but `{pname}` gives {display_dim(ad, self.sig.dim_names)}",
-                        related=declared(),
-                    )
-                    return False
-            return True
+                if isinstance(pd, int) and pd != ad:
+                    return mismatch(f" (dimension {pd} differs)")
+            return True  # symbolic dimensions: bound by the plan (`bind_step`)
         if p != a:
             return mismatch()
         return True
+
+    def bind_from_result(self, e, sig: FnSig, steps, actual: dict, binding: dict, expected):
+        """Bind the dimensions the arguments leave open from the type the call is expected
+        to have: ``let y: f32[8] = f(x);`` fixes `M` of `fn f[N, M](…) -> f32[M]`. Only
+        solving steps run on the result: a mismatch is the caller's type error, reported
+        where the value is used."""
+        r = len(sig.type.params)
+        rt, want = strip_ref(sig.type.result), strip_ref(expected) if expected is not None else None
+        if not (isinstance(rt, Tensor) and isinstance(want, Tensor) and want.rank == rt.rank):
+            open_ = sorted({s.solves for s in steps if s.solves is not None})
+            names = ", ".join(f"`{sig.dim_names[k]}`" for k in open_)
+            self.err(
+                "K0310",
+                e.span,
+                f"the arguments of `{sig.name}` do not fix its dimension(s) {names}: only the "
+                f"result type `{sig.type.result.display(sig.dim_names)}` does, so give the call "
+                f"an expected type (`let y: {sig.type.result.display(sig.dim_names)} = …` "
+                "with sizes of this function)",
+                related=(Related(sig.name_span, f"`{sig.name}` is defined here"),),
+            )
+            return False
+        actual[r] = want.shape
+        args = list(e.args) + [e]
+        for step in steps:
+            if step.param == r and step.solves is None:
+                continue
+            if not self.bind_step(step, actual, binding, args, sig):
+                return False
+        return True
+
+    def bind_step(self, step, actual: dict, binding: dict, args, sig: FnSig) -> bool:
+        """Carry out one step of the callee's binding plan (docs/language.md §7.2) on the
+        caller's dimensions: solve for a dimension, or check one already bound."""
+        i = step.param
+        ad = actual[i][step.axis]
+        if isinstance(step.dim, int):
+            return True  # checked by `unify`
+        mine = self.sig.dim_names
+        if i < len(sig.param_names):
+            pname = sig.param_names[i]
+            related = (Related(sig.ast.params[i].span, f"parameter `{pname}` is declared here"),)
+        else:  # the result, matched against the expected type
+            pname = "its result"
+            ret = sig.ast.ret_type
+            related = (Related(ret.span, "the result type"),) if ret is not None else ()
+        written = display_dim(step.dim, sig.dim_names)
+        try:
+            if step.solves is not None:
+                got = solve(step, ad, binding.__getitem__)
+                never = (
+                    isinstance(got, DimExpr)
+                    and got.div > 1
+                    and all(c % got.div == 0 for _, c in got.terms)
+                )
+                if never or (isinstance(got, int) and got < 0):
+                    raise DimError("")
+                binding[step.solves] = got
+                return True
+            want = dims_value(step.dim, binding.__getitem__)
+        except DimError:
+            name = sig.dim_names[step.solves] if step.solves is not None else "dimension"
+            self.err(
+                "K0302",
+                args[i].span,
+                f"`{sig.name}` expects `{written}` for dimension {step.axis} of `{pname}`, "
+                f"but it is {display_dim(ad, mine)}: no size of `{name}` gives that",
+                related=related,
+            )
+            return False
+        if want == ad:
+            return True
+        if isinstance(step.dim, Sym):
+            self.err(
+                "K0310",
+                args[i].span,
+                f"dimension `{written}` of `{sig.name}` is {display_dim(want, mine)} from an "
+                f"earlier argument, but `{pname}` gives {display_dim(ad, mine)}",
+                related=related,
+            )
+        else:
+            self.err(
+                "K0302",
+                args[i].span,
+                f"`{sig.name}` expects `{written}` = {display_dim(want, mine)} for dimension "
+                f"{step.axis} of `{pname}`, but it is {display_dim(ad, mine)}",
+                related=related,
+            )
+        return False
 
     def space_mismatch(self, pt, a, p, arg, sig: FnSig, i: int) -> bool:
         """K0406 for a value, K0407 for a borrow: the argument lives in another memory space."""

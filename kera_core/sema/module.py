@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, Related, error, sort_key, warning
+from kera_core.ir.dims import binding_plan
 from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
@@ -39,7 +40,6 @@ from kera_core.ir.types import (
     Prim,
     Ref,
     Struct,
-    Sym,
     Tensor,
     Type,
     TypeParam,
@@ -171,14 +171,6 @@ class Module:
         return self.graph.fingerprint()
 
 
-def _dims_in(t: Type, acc: set[int]) -> None:
-    if isinstance(t, Tensor):
-        acc.update(d.index for d in t.shape if isinstance(d, Sym))
-    inner = getattr(t, "inner", None)
-    if inner is not None:
-        _dims_in(inner, acc)
-
-
 def _collect_structs(
     root: ast.SourceFile,
     env: ModuleEnv,
@@ -284,6 +276,11 @@ def _collect_signatures(
     for sname in sorted(env.structs):
         w.str(sname)
         w.raw(env.structs[sname].hash)
+    for cname in sorted(env.consts):  # a constant can be a dimension (§3.3)
+        c = env.consts[cname]
+        w.str(cname)
+        w.str(str(c.value.syntax) if c.value is not None else "")
+        w.raw(c.type.hash if c.type is not None else b"")
     structs_key = digest("fn", w.getvalue())
     for fn in [i for i in items if isinstance(i, ast.Fn)]:
         green = fn.syntax.green
@@ -434,20 +431,20 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
         ok = False
     effects = resolve_effects(fn, diags)
     if ok:
-        used: set[int] = set()
-        for t in params:
-            _dims_in(t, used)
-        for i, dname in enumerate(dims):
-            if i not in used:
-                diags.append(
-                    error(
-                        "K0310",
-                        fn.dim_params[i].span,
-                        f"dimension `{dname}` must appear in a parameter type, so that each call"
-                        " binds it",
-                    )
+        # the parameters bind what they can; the result type the rest, from the expected
+        # type at each call (or `--dims` at the entry), language.md §7.2
+        _, unbound = binding_plan((*params, result), len(dims))  # type: ignore[arg-type]
+        for i in unbound:
+            diags.append(
+                error(
+                    "K0310",
+                    fn.dim_params[i].span,
+                    f"dimension `{dims[i]}` must appear in a parameter or the result type on "
+                    f"its own or in a form a call can solve (`{dims[i]}`, `{dims[i]} + 1`, "
+                    f"`2 * {dims[i]}`), so that each call binds it",
                 )
-                ok = False
+            )
+            ok = False
         for t, sp in zip(tparams, tspans, strict=True):
             if not any(_mentions(p, t.index) for p in params):
                 diags.append(

@@ -255,7 +255,8 @@ class TensorType(Type):
 
     @property
     def dims(self) -> list[SyntaxNode]:
-        """DIM nodes: each holds an INT token or a NAME_REF."""
+        """DIM nodes: each holds an INT token, a NAME_REF, or a dimension expression
+        (DIM_BIN / DIM_PAREN, whose operands are again INT, NAME_REF, DIM_BIN or DIM_PAREN)."""
         shape = self.syntax.child_of_kind(K.SHAPE)
         return [] if shape is None else [c for c in shape.children() if c.kind == K.DIM]
 

@@ -119,6 +119,8 @@ class SyntaxKind(IntEnum):
     MEM_SPACE = 236  # @device
     UNIT_TYPE = 237  # ()
     TUPLE_TYPE = 238  # (f32, i64), (f32,)
+    DIM_BIN = 239  # N + 1, 2 * N (inside a DIM)
+    DIM_PAREN = 240  # (N + 1) (inside a DIM)
     # --- nodes: statements ------------------------------------------------
     BLOCK = 250
     LET_STMT = 251
@@ -154,7 +156,7 @@ class SyntaxKind(IntEnum):
     CONST_PATH = 295  # f32::PI — a constant a primitive type names
     TUPLE_EXPR = 296  # (a, b), (a,)
     # --- error recovery ---------------------------------------------------
-    # a construct Kera does not have (`a::b::c`, `N + 1` in a shape): one
+    # a construct Kera does not have (`a::b::c`, `N % 2` in a shape): one
     # K0112 error covers it, and the checker takes it as an erroneous value or type
     UNSUPPORTED = 298
     ERROR = 299

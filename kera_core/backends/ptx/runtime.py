@@ -408,7 +408,6 @@ def run(
 def _results(dev: Device, sig, bound, prog, fn_name, io, at: int, tee) -> RunResult:
     fn = sig.function
     lf = prog.functions[fn_name]
-    dim_of = {d.id: bound[i] for i, d in enumerate(lf.dims)}
     outs: list[Output] = []
     for (kind, i), group, shapes in zip(fn.outputs, lf.results, lf.result_shapes, strict=True):
         vals = []
@@ -416,7 +415,7 @@ def _results(dev: Device, sig, bound, prog, fn_name, io, at: int, tee) -> RunRes
             bits = int(io[at])
             at += 1
             if isinstance(x, ir.Buf):
-                sh = tuple(d.bits if isinstance(d, ir.Imm) else dim_of[d.id] for d in shape)
+                sh = lf.sizes(shape, bound)
                 count = int(np.prod(sh)) if sh else 1
                 dt = np.dtype(DTYPES[x.elem])
                 raw = dev.get_bytes(bits, count * dt.itemsize) if count else np.zeros(0, np.uint8)

@@ -418,7 +418,6 @@ def run(
     fn = sig.function
     lf = design.fn
     dimv = [int(bound[i]) for i in range(fn.type.n_dims)]
-    dim_of = {d.id: dimv[i] for i, d in enumerate(lf.dims)}
     loads: list[tuple[int, int, int]] = []
     for group, (t, v) in zip(lf.params, zip(fn.type.params, args, strict=True), strict=True):
         flat: list = []
@@ -435,7 +434,7 @@ def run(
         for x, shape in zip(group, shapes, strict=True):
             p = design.selector_of(x)
             if isinstance(x, ir.Buf):
-                sh = tuple(d.bits if isinstance(d, ir.Imm) else dim_of[d.id] for d in shape)
+                sh = lf.sizes(shape, bound)
                 count = int(np.prod(sh)) if sh else 1
                 reads += [(p.sel, i) for i in range(count)]
                 plan.append((x, sh))

@@ -159,7 +159,7 @@ class Module:
         locals_.append("(local $i i32) (local $end i32)")
         for k, x in enumerate(results):
             if isinstance(x, ir.Buf) and x.elem in FLOATS:
-                body += _canon_buffer(f"$r{k}", x.elem, shapes[k])
+                body += _canon_buffer(f"$r{k}", x.elem, shapes[k], lf.dims)
         out = []
         for k, x in enumerate(results):
             if not isinstance(x, ir.Buf) and x.type in FLOATS:
@@ -175,15 +175,28 @@ class Module:
         )
 
 
-def _canon_buffer(ptr: str, t: str, shape: tuple) -> list[str]:
+def _size(d, dims: list) -> str:
+    """One dimension of a result's shape as an i64 expression over the export's parameters:
+    a constant, a dimension, or a dimension expression (checked on entry: exact, >= 0)."""
+    if isinstance(d, ir.Imm):
+        return const("i64", d.bits)
+    if isinstance(d, ir.DimSize):
+        e = d.expr
+        acc = f"(i64.const {e.const})"
+        for k, c in e.terms:
+            acc = f"(i64.add {acc} (i64.mul (i64.const {c}) (local.get $v{dims[k].id})))"
+        return acc if e.div == 1 else f"(i64.div_s {acc} (i64.const {e.div}))"
+    return f"(local.get $v{d.id})"
+
+
+def _canon_buffer(ptr: str, t: str, shape: tuple, dims: list) -> list[str]:
     """Canonicalise the NaNs of the float buffer at local ``ptr`` in place: 16 bytes a step
     (``bitselect`` of the canonical NaN where a lane is unordered), then element by element."""
     w = 4 if t == "f32" else 8
     shp = "f32x4" if t == "f32" else "f64x2"
     count = "(i64.const 1)"
     for d in shape:
-        v = const("i64", d.bits) if isinstance(d, ir.Imm) else f"(local.get $v{d.id})"
-        count = f"(i64.mul {count} {v})"
+        count = f"(i64.mul {count} {_size(d, dims)})"
     nan = const(t, NAN_BITS[t])
     x = f"({t}.load (local.get $i))"
     vx = "(v128.load (local.get $i))"

@@ -9,7 +9,7 @@ from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
 TYPE_FIRST = frozenset({K.IDENT, K.AMP, K.L_PAREN})
-DIM_FIRST = frozenset({K.IDENT, K.INT})
+DIM_FIRST = frozenset({K.IDENT, K.INT, K.L_PAREN})
 
 
 def type_(p: Parser) -> bool:
@@ -65,26 +65,23 @@ def type_(p: Parser) -> bool:
 def shape(p: Parser) -> None:
     m = p.start()
     p.bump()  # [
-    delimited(p, K.R_BRACK, DIM_FIRST, dim, "a dimension (a number or a name)")
+    delimited(
+        p, K.R_BRACK, DIM_FIRST, dim, "a dimension (a number, a name or an expression of them)"
+    )
     p.complete(m, K.SHAPE)
 
 
-ARITHMETIC = frozenset({K.PLUS, K.MINUS, K.STAR, K.SLASH, K.PERCENT})
+DIM_OPS = {K.PLUS: 1, K.MINUS: 1, K.STAR: 2, K.SLASH: 2}  # binding power
 
 
 def dim(p: Parser) -> None:
+    """One dimension: `4`, `N`, or arithmetic over them (`N + 1`, `2 * N`, `(N - 1) / 2`);
+    `*` and `/` bind tighter than `+` and `-`, all of them to the left."""
     m = p.start()
-    if p.at(K.IDENT):
-        name_ref(p)
-    else:
-        p.bump()
-    if p.current() in ARITHMETIC:  # `f32[N + 1]`: one error for the rest of the dimension
+    _dim_expr(p, 0)
+    if p.current() == K.PERCENT:  # `N % 2`: one error for the rest of the dimension
         e = p.start()
-        p.error(
-            "K0112",
-            "dimension arithmetic (`N + 1`, `2 * N`) is not in Kera yet: give the size a "
-            "dimension parameter of its own",
-        )
+        p.error("K0112", "`%` is not a dimension operator: dimensions use `+`, `-`, `*` and `/`")
         while not p.at_eof() and p.current() not in (K.COMMA, K.R_BRACK, K.L_BRACE, K.SEMI):
             if p.current() in (K.L_PAREN, K.L_BRACK):
                 _skip_group(p)
@@ -92,6 +89,55 @@ def dim(p: Parser) -> None:
                 p.bump()
         p.complete(e, K.UNSUPPORTED)
     p.complete(m, K.DIM)
+
+
+def _dim_expr(p: Parser, min_bp: int) -> None:
+    first = p.start()  # becomes the first DIM_BIN if an operator follows the first operand
+    _dim_atom(p)
+    lhs = None
+    while True:
+        bp = DIM_OPS.get(p.current())
+        if bp is None or bp <= min_bp:
+            break
+        m = first if lhs is None else p.precede(lhs)
+        p.bump()
+        if p.current() in DIM_ATOM_FIRST:
+            _dim_expr(p, bp)
+        else:
+            p.error("K0100", "expected a dimension (a number, a name or `(`) after the operator")
+        lhs = p.complete(m, K.DIM_BIN)
+    if lhs is None:
+        p.abandon(first)
+
+
+DIM_ATOM_FIRST = frozenset({K.IDENT, K.INT, K.L_PAREN})
+
+
+def _dim_atom(p: Parser) -> None:
+    """An operand: an INT token, a NAME_REF, or a parenthesized DIM_PAREN."""
+    k = p.current()
+    if k == K.IDENT:
+        p.leaf(K.NAME_REF)
+    elif k == K.INT:
+        p.bump()
+    elif k == K.L_PAREN:
+        p.depth += 1
+        try:
+            if p.depth > MAX_DEPTH:
+                p.skip_balanced("K0108", "dimension nested too deeply")
+                return
+            m = p.start()
+            p.bump()
+            if p.current() in DIM_ATOM_FIRST:
+                _dim_expr(p, 0)
+            else:
+                p.error("K0100", "expected a dimension (a number, a name or `(`)")
+            p.expect(K.R_PAREN)
+            p.complete(m, K.DIM_PAREN)
+        finally:
+            p.depth -= 1
+    else:
+        p.error("K0100", "expected a dimension (a number, a name or `(`)")
 
 
 def _skip_group(p: Parser) -> None:
