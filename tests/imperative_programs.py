@@ -3,7 +3,11 @@
 `tests/programs.py` draws expression-style functions; this module draws the shapes the
 wasm backend's loop lowering cares about: `let mut` tensors (`zeros()`, `full(v)`, copies
 `x * 1.0`) carried through `for` loops (`0..N`, `1..N`, `0..N - 1`, `0..=N - 1`,
-`N / 2..N`, constant round counts) and `while` loops with a counter, nested loops,
+`N / 2..N`, reversed and stepped ranges `(0..N).rev()`, `(0..N).step_by(k)`,
+`(0..N - 1).step_by(k).rev()`, `(N / 2..N).rev().step_by(k)` — `k` constant, a positive
+expression, larger than `N`, or rarely `N % 3` (0: R0011) —, constant round counts),
+element loops `for v in y` / `&y` / `(expression)` (whose body never assigns `y`: it is
+borrowed for the loop) and `while` loops with a counter, nested loops,
 element updates at the induction variable and at other indices (`y[0]`, `y[N - 1 - i]`),
 updates under `if`/`else` (branches that update, that do nothing, that reassign the
 whole tensor), old values read before and after updates, elementwise temporaries used
@@ -270,7 +274,7 @@ class Gen:
             kinds += ["let_struct"]
         kinds += ["tuple"]
         if budget > 0 and env.loop_depth < 3:
-            kinds += ["for", "for", "while", "rounds", "lanes", "lanes"]
+            kinds += ["for", "for", "while", "rounds", "lanes", "lanes", "elements"]
         if budget > 0:
             kinds += ["if"]
         if env.in_loop:
@@ -385,8 +389,11 @@ class Gen:
             env.scalars.append(p)
             env.ints.append(j)
             return [f"let (_, ({p}, {j})) = ({e1}, ({e2}, {i}));"]
+        if kind == "elements":
+            return self.element_loop(env, budget)
         if kind == "for":
             i = self.fresh("i")
+            step = self.choice(["2", "3", "N / 4 + 1", "N + 5", "(N % 3)"])  # 0 rarely: R0011
             rng, extra = self.choice(
                 [
                     ("0..N", [f"N - 1 - {i}", f"{i} / 2"]),
@@ -394,6 +401,12 @@ class Gen:
                     ("0..N - 1", [f"{i} + 1", f"N - 1 - {i}"]),
                     ("0..=N - 1", [f"N - 1 - {i}"]),
                     ("N / 2..N", [f"N - 1 - {i}", f"{i} - N / 2"]),
+                    # reversed and stepped ranges (language.md §6.9): subsets of 0..N
+                    ("(0..N).rev()", [f"N - 1 - {i}", f"{i} / 2"]),
+                    ("(1..=N - 1).rev()", [f"{i} - 1", f"N - 1 - {i}"]),
+                    (f"(0..N).step_by({step})", [f"N - 1 - {i}", f"{i} / 2"]),
+                    (f"(0..N - 1).step_by({step}).rev()", [f"{i} + 1", f"N - 1 - {i}"]),
+                    (f"(N / 2..N).rev().step_by({step})", [f"N - 1 - {i}", f"{i} - N / 2"]),
                 ]
             )
             if env.n_loops >= 1 and self.d(st.integers(0, 3)) > 0:
@@ -488,6 +501,28 @@ class Gen:
             env.scalars.append(v)
             return [f"let {v}: {t} = {call};"]
         raise AssertionError(kind)
+
+    def element_loop(self, env: Env, budget: int) -> list[str]:
+        """`for v in y { … }` over a tensor's elements (language.md §6.9). The tensor is
+        borrowed for the whole loop, so the body may read it but not assign it."""
+        v = self.fresh("v")
+        y = self.choice(env.tensors)
+        it = self.choice([y, f"&{y}"]) if y not in ("x", "z") else y
+        if self.d(st.integers(0, 4)) == 0:
+            it = f"({self.tensor(env, 1)})"  # an expression: evaluated once, before the loop
+        if env.n_loops >= 1 and self.d(st.integers(0, 3)) > 0:
+            return self.counted_for(env, budget, self.fresh("r"), "0..2")  # N² is slow
+        held = _names(it)  # `(w)` borrows `w` too; a real expression borrows nothing
+        body_env = env.child(
+            scalars=[*env.scalars, v],
+            mut_tensors=[t for t in env.mut_tensors if t not in held],
+            ref_mut=[t for t in env.ref_mut if t not in held],
+            loop_depth=env.loop_depth + 1,
+            n_loops=env.n_loops + 1,
+            in_loop=True,
+        )
+        body = self.block(body_env, budget)
+        return [f"for {v} in {it} {{", *_ind(body), "}"]
 
     def lanes_loop(self, env: Env) -> list[str]:
         """`for i in lo..N { y[i] = f(x[i], y[i], a); … }`: the optimizer's `lanes` shape."""

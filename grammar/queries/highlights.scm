@@ -59,6 +59,10 @@
 (call_expression
   function: (field_expression
     field: (field_identifier) @function.call))
+(call_expression
+  function: (field_expression
+    field: (field_identifier) @function.builtin
+    (#any-of? @function.builtin "rev" "step_by")))
 
 ; Definitions: parameters, dimensions, variables, constants
 (parameter

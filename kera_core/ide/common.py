@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kera_core.ir.types import I64, RangeType, Type
+from kera_core.ir.types import I64, RangeType, Ref, Tensor, Type
 from kera_core.sema.env import FnSig, Use
 from kera_core.sema.frames import ErrorType, NeverType
 from kera_core.sema.lower import LoweredFn
@@ -265,6 +265,10 @@ def local_type(a: Analysis, lf: LoweredFn | None, loc: Local) -> Type | None:
         it = ast.ForExpr(loc.node).iterable
         t = expr_type(lf, it.syntax) if it is not None else None
         if isinstance(t, RangeType):
+            return t.elem
+        if isinstance(t, Ref):
+            t = t.inner
+        if isinstance(t, Tensor) and t.rank == 1:  # `for v in x`: an element
             return t.elem
     for u in lf.uses:  # fall back to the type of a read of the binding
         if u.def_span == loc.span:

@@ -1,6 +1,6 @@
 """Completion: what may be typed at the cursor, from its syntactic context.
 
-* after `.` on a struct value: its fields;
+* after `.` on a struct value: its fields; on a range: `rev` and `step_by`;
 * in a type position (after `:` of a parameter, `let`, field or const, after `->`, `&`, `mut`): primitive types and structs;
 * after `@`: memory spaces; in an effect list: effects; after `T:` in `<T: …>`: the bounds;
 * elsewhere in a body: the bindings in scope, functions, builtins, constants, structs, keywords;
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kera_core.ide import builtins as B
 from kera_core.ide.common import expr_type, local_type, scope_at, token_at, usable
 from kera_core.ide.hover import signature_text
-from kera_core.ir.types import BOUNDS, Ref, Struct
+from kera_core.ir.types import BOUNDS, RangeType, Ref, Struct
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -25,7 +25,7 @@ from kera_core.workspace import Analysis
 @dataclass(frozen=True)
 class Completion:
     label: str
-    kind: str  # variable | parameter | function | builtin | struct | field | const | keyword | type | space | effect | dim
+    kind: str  # variable | parameter | function | builtin | struct | field | method | const | keyword | type | space | effect | dim
     detail: str = ""
     doc: str = ""
 
@@ -133,9 +133,28 @@ def _fields(a: Analysis, dot: SyntaxToken) -> list[Completion]:
                 break
     if isinstance(t, Ref):
         t = t.inner
+    if isinstance(t, RangeType):
+        return [Completion(m, "method", detail, doc) for m, detail, doc in RANGE_METHODS]
     if not isinstance(t, Struct):
         return []
     return [Completion(f, "field", str(ft)) for f, ft in t.fields]
+
+
+# What a range has after `.` (language.md §6.9): label, detail, documentation
+RANGE_METHODS = (
+    (
+        "rev",
+        "fn rev(self) -> range",
+        "The same integers, last first: `(0..N).rev()` is N − 1, …, 0.",
+    ),
+    (
+        "step_by",
+        "fn step_by(self, k) -> range",
+        "Every k-th integer, the first included: `(0..N).step_by(k)` is 0, k, 2k, … < N. "
+        "`k` has the range's type and must be positive (a constant k ≤ 0 is K0307, any "
+        "other a run-time error R0011).",
+    ),
+)
 
 
 def _expression_items(a: Analysis, offset: int) -> list[Completion]:

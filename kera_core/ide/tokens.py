@@ -29,10 +29,12 @@ TOKEN_TYPES = [
     "operator",
     "typeParameter",
     "enumMember",
+    "method",
 ]
 TOKEN_MODIFIERS = ["declaration", "mutable", "readonly", "documentation", "defaultLibrary"]
 
 _T = {name: i for i, name in enumerate(TOKEN_TYPES)}
+RANGE_METHOD_NAMES = frozenset({"rev", "step_by"})
 DECL, MUT, READONLY, DOC, LIB = (1 << i for i in range(5))
 
 _OPERATORS = frozenset(
@@ -177,6 +179,8 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
         return ("enumMember", 0)
     if gp in (K.DIM, K.DIM_BIN, K.DIM_PAREN):
         return ("typeParameter", 0)
+    if gp == K.FIELD_EXPR and ggp == K.CALL_EXPR and text in RANGE_METHOD_NAMES:
+        return ("method", LIB)  # `(0..N).rev()`, `.step_by(k)`: what a range has
     if gp in (K.FIELD_EXPR, K.STRUCT_LIT_FIELD):
         return ("property", 0)
     if gp == K.STRUCT_LIT:

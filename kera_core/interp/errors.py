@@ -9,6 +9,7 @@ CODES: dict[str, str] = {
     "R0003": "dimension mismatch",
     "R0004": "reduction of an empty tensor",
     "R0007": "step limit reached",
+    "R0011": "range step not positive",
     # the caller gave bad arguments (never a property of the program)
     "R0005": "bad input value",
     "R0006": "missing dimension",

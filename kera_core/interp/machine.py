@@ -223,15 +223,14 @@ class Machine:
         raise InterpError("R0008", f"no implementation of `{op}`", node.hash)
 
     def _for(self, node: Node, vals: list, ctx: Ctx) -> tuple:
-        lo, hi, inclusive, ty = vals[0]
+        steps, ty = vals[0]
         n_carried = len(node.types)
         carried = vals[1 : 1 + n_carried]
         captured = vals[1 + n_carried :]
         for v in captured:
             self.hold(v)
         region = node.regions[0]
-        stop = hi + 1 if inclusive else hi
-        for i in range(lo, stop):
+        for i in steps:
             self._tick(node)
             carried = self.run_region(region, [ty(i), *carried, *captured], ctx)
         for v in captured:

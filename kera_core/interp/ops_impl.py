@@ -537,7 +537,24 @@ def _set_field(node: Node, ctx, s, v):
 
 @handles("range")
 def _range(node: Node, ctx, lo, hi):
-    return (int(lo), int(hi), bool(node.attr("inclusive", False)), type(lo))
+    """A range value: the Python ``range`` of its integers (exact: no wrap-around at the
+    type's maximum) and the scalar type its elements take."""
+    stop = int(hi) + 1 if node.attr("inclusive", False) else int(hi)
+    return (range(int(lo), stop), type(lo))
+
+
+@handles("range_rev")
+def _range_rev(node: Node, ctx, r):
+    return (r[0][::-1], r[1])
+
+
+@handles("range_step")
+def _range_step(node: Node, ctx, r, k):
+    if int(k) <= 0:
+        raise InterpError(
+            "R0011", f"the step of `step_by` must be positive, got {int(k)}", node.hash
+        )
+    return (r[0][:: int(k)], r[1])
 
 
 def struct_type(node: Node) -> Struct:

@@ -764,6 +764,29 @@ def _range(inputs, attrs):
     return (RangeType(a),)
 
 
+@op("range_rev", 1, "the elements of a range in reverse order (`(a..b).rev()`)")
+def _range_rev(inputs, attrs):
+    r = value_type(inputs[0])
+    if not isinstance(r, RangeType):
+        raise TypeRuleError(f"`rev` reverses a range, not `{r}`")
+    return (r,)
+
+
+@op(
+    "range_step",
+    2,
+    "every k-th element of a range, its first included (`(a..b).step_by(k)`); k is of the "
+    "range's integer type and must be positive: k <= 0 is a checked error (R0011)",
+)
+def _range_step(inputs, attrs):
+    r, k = value_type(inputs[0]), value_type(inputs[1])
+    if not isinstance(r, RangeType):
+        raise TypeRuleError(f"`step_by` steps through a range, not `{r}`")
+    if k != r.elem:
+        raise TypeRuleError(f"the step of a range of `{r.elem}` must be `{r.elem}`, found `{k}`")
+    return (r,)
+
+
 def _declared(inputs, attrs):
     return tuple(attrs["results"])
 

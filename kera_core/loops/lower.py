@@ -93,10 +93,26 @@ class LazyT:
 
 @dataclass(frozen=True)
 class RangeV:
+    """`lo..hi` (or `lo..=hi`) of element type ``elem``, then ``steps`` in order: ``("rev",)``
+    for `.rev()`, ``("step", k)`` for `.step_by(k)` (``k`` already checked positive)."""
+
     lo: Operand
     hi: Operand
     inclusive: bool
     elem: str
+    steps: tuple = ()
+
+
+@dataclass(frozen=True)
+class Walk:
+    """The integers of a range as ``first + t * stride`` (``i64``, wrapping) for
+    ``t = 0 … last`` (``u64``), or none at all when ``empty``: the form every composition of
+    `.rev()` and `.step_by(k)` keeps (``walk``)."""
+
+    empty: Operand
+    last: Operand
+    first: Operand
+    stride: Operand
 
 
 ELEMENTWISE_BINARY = {
@@ -578,6 +594,14 @@ class _FnLowering:
             return [self.elementwise(n, ins)]
         if op == "range":
             return [RangeV(ins[0], ins[1], bool(n.attr("inclusive", False)), ins[0].type)]
+        if op == "range_rev":
+            r = ins[0]
+            return [RangeV(r.lo, r.hi, r.inclusive, r.elem, (*r.steps, ("rev",)))]
+        if op == "range_step":
+            r, k = ins
+            positive = e.op("gt", k, imm(k.type, 0))
+            e.emit(Check(positive, "R0011", "the step of `step_by` must be positive", n.hash))
+            return [RangeV(r.lo, r.hi, r.inclusive, r.elem, (*r.steps, ("step", k)))]
         if op == "index":
             return [self.index(n, ins)]
         if op == "update":
@@ -1342,6 +1366,45 @@ class _FnLowering:
         keep = {leaf.buf.id for s in slots for leaf in leaves(s) if isinstance(leaf, TVal)}
         self.free_rest(body, keep)
 
+    def walk(self, rng: RangeV) -> Walk:
+        """A range as a :class:`Walk` (docs/lowering.md, "Ranges").
+
+        ``lo..hi`` is ``lo + t`` for ``t = 0 … hi − lo − 1`` (``hi − lo`` for `..=`), empty
+        when ``hi <= lo`` (``hi < lo``) in the range's own type; the offsets are taken modulo
+        2⁶⁴, which is exact for every integer type. `.step_by(k)` keeps ``t = 0 … last / k``
+        at ``k`` times the stride; `.rev()` starts at the last element and negates the
+        stride. Every element is then ``first + t · stride`` modulo 2⁶⁴, converted (wrapping)
+        to the range's type: the exact integer, because it lies inside the range."""
+        e = self.e
+        lo, hi = rng.lo, rng.hi
+        lo64 = lo if lo.type == "i64" else e.op("convert", lo, to="i64")
+        hi64 = hi if hi.type == "i64" else e.op("convert", hi, to="i64")
+        empty = e.op("lt" if rng.inclusive else "le", hi, lo)
+        span = e.op("sub", hi64, lo64)
+        if not rng.inclusive:
+            span = e.op("sub", span, imm("i64", 1))
+        w = Walk(empty, e.op("convert", span, to="u64"), lo64, imm("i64", 1))
+        for step in rng.steps:
+            if step[0] == "rev":
+                at_last = e.op("mul", e.op("convert", w.last, to="i64"), w.stride)
+                w = Walk(w.empty, w.last, e.op("add", w.first, at_last), e.op("neg", w.stride))
+            else:
+                k = step[1]
+                k64 = k if k.type == "i64" else e.op("convert", k, to="i64")
+                ku = e.op("convert", k64, to="u64")
+                w = Walk(w.empty, e.op("div", w.last, ku), w.first, e.op("mul", w.stride, k64))
+        return w
+
+    def walk_count(self, w: Walk) -> Operand:
+        """How many iterations a walk takes, as the `i64` bound of a loop: ``last + 1``, at
+        most 2⁶³ − 1 (a loop that long spends the run's step budget either way)."""
+        e = self.e
+        top = imm("u64", (1 << 63) - 1)
+        long = e.op("ge", w.last, top)
+        count = e.op("convert", e.op("add", w.last, imm("u64", 1)), to="i64")
+        count = e.op("select", long, imm("i64", (1 << 63) - 1), count)
+        return e.op("select", w.empty, imm("i64", 0), count)
+
     def for_(self, n: Node, ins: list, dying: list) -> list:
         e = self.e
         frame = self.frames[-1]
@@ -1350,12 +1413,16 @@ class _FnLowering:
         slots = self.carried_slots(n, ins[1 : 1 + nc], dying[1 : 1 + nc])
         frees = self.loop_frees
         captured = [self.hand_over(frame, v, False) for v in ins[1 + nc :]]
+        if rng.steps or rng.elem == "u64" or (rng.inclusive and rng.elem == "i64"):
+            # reversed or stepped; or bounds whose `hi + 1` or signed order is not the
+            # range's (`..=i64::MAX`, `u64` past 2⁶³): the walk is exact for every range
+            return self.walk_for(n, rng, slots, frees, captured)
         lo, hi = rng.lo, rng.hi
         t = rng.elem
         lo64 = lo if lo.type == "i64" else e.op("convert", lo, to="i64")
         hi64 = hi if hi.type == "i64" else e.op("convert", hi, to="i64")
-        if rng.inclusive:
-            hi64 = e.op("add", hi64, imm("i64", 1)) if not _is_signed_max(hi) else hi64
+        if rng.inclusive:  # `i8` … `u32`: `hi + 1` fits in `i64`
+            hi64 = e.op("add", hi64, imm("i64", 1))
         iv = e.var("i64", "it")
         body_frame = self.body_frame(slots)
         lanes = bool(n.attr("lanes"))
@@ -1365,12 +1432,30 @@ class _FnLowering:
             ys = self.region(self.graph.regions[n.regions[0]], [i_t, *slots, *captured], body_frame)
             self.proven_in_bounds -= lanes
             self.end_iteration(body_frame, ys, slots)
-        if rng.inclusive and _is_signed_max(hi):
-            raise NotLowered("an inclusive range ending at the type's maximum")
         # the optimizer's `lanes` promise (docs/optimizer.md): independent iterations, no
         # checked error — a target that does not spend steps per iteration may use lanes
         mark = "lanes" if lanes else "seq"
         e.emit(Loop(iv, lo64, hi64, body, mark, True, n.hash))
+        return self.loop_results(slots, frees)
+
+    def walk_for(self, n: Node, rng: RangeV, slots: list, frees: set, captured: list) -> list:
+        """A `for` over a walk (a reversed or stepped range, `..=` on `i64`, a `u64` range):
+        a `seq` loop over the walk's ``t``, the element computed from it at the top of each
+        iteration (the optimizer's `lanes` promise still proves the body's indices)."""
+        e = self.e
+        w = self.walk(rng)
+        count = self.walk_count(w)
+        tv = e.var("i64", "t")
+        body_frame = self.body_frame(slots)
+        lanes = bool(n.attr("lanes"))
+        with e.block() as body:
+            i64 = e.op("add", w.first, e.op("mul", tv, w.stride))
+            i_t = i64 if rng.elem == "i64" else e.op("convert", i64, to=rng.elem)
+            self.proven_in_bounds += lanes
+            ys = self.region(self.graph.regions[n.regions[0]], [i_t, *slots, *captured], body_frame)
+            self.proven_in_bounds -= lanes
+            self.end_iteration(body_frame, ys, slots)
+        e.emit(Loop(tv, imm("i64", 0), count, body, "seq", True, n.hash))
         return self.loop_results(slots, frees)
 
     def while_(self, n: Node, ins: list, dying: list) -> list:
@@ -1599,6 +1684,7 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "copysign",
     "hypot",
     "range",
+    "range_rev",
     "full",
     "array",
     "add",
@@ -1731,16 +1817,6 @@ def _is_nan_bits(t: str, bits: int) -> bool:
     if t == "f32":
         return (bits & 0x7F800000) == 0x7F800000 and (bits & 0x7FFFFF) != 0
     return (bits & 0x7FF0000000000000) == 0x7FF0000000000000 and (bits & ((1 << 52) - 1)) != 0
-
-
-def _is_signed_max(x: Operand) -> bool:
-    if not isinstance(x, Imm):
-        return False
-    from kera_core.loops.ir import BITS, is_signed
-
-    w = BITS[x.type]
-    top = (1 << (w - 1)) - 1 if is_signed(x.type) else (1 << w) - 1
-    return x.type == "i64" and x.bits == top or (x.type == "u64" and x.bits == top)
 
 
 def _sq(e: Emitter, d: Operand) -> Operand:

@@ -24,7 +24,15 @@ from kera_core.loops import ir
 from kera_core.loops.interp import imm_value
 from kera_core.loops.run import flatten_value
 
-ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
+ERROR_NUMBERS = {
+    "R0001": 1,
+    "R0002": 2,
+    "R0003": 3,
+    "R0004": 4,
+    "R0007": 7,
+    "R0009": 9,
+    "R0011": 11,
+}
 CODE_NAMES = {v: k for k, v in ERROR_NUMBERS.items()}
 
 

@@ -51,7 +51,7 @@ NEVER_FAIL = frozenset(
         "xor", "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "neg",
         "not", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "select", "full",
         "array", "sum", "dot", "matmul", "layernorm", "conv1d", "struct", "field",
-        "set_field", "range", "print", "move_to", "copy_to", "transpose", "broadcast_to",
+        "set_field", "range", "range_rev", "print", "move_to", "copy_to", "transpose", "broadcast_to",
         "outer", "stack", "where", "clone", "arange", "linspace", "floor", "ceil", "trunc",
         "round", "round_half_away", "copysign", "exp2", "log2", "expm1", "log1p",
         "hypot", "sin", "cos", "tan",
@@ -180,6 +180,8 @@ class Scope:
     def range_bound(self, rng: Value) -> Bound | None:
         """The bound of a `for` loop's induction variable over the range value ``rng``."""
         n = self.g.nodes[rng.node]
+        while n.op in ("range_rev", "range_step"):  # the same integers, or some of them
+            n = self.g.nodes[n.inputs[0].node]
         if n.op != "range":
             return None
         lo, hi = (self.bound(x) for x in n.inputs)
@@ -237,6 +239,9 @@ class Scope:
                 return False
             c = const_int(self.g.nodes[n.inputs[1].node])
             return not c  # None (not a constant) or 0
+        if op == "range_step":  # R0011 unless the step is a positive constant
+            c = const_int(self.g.nodes[n.inputs[1].node])
+            return c is None or c <= 0
         if op == "cast":
             to = n.attr("to")
             return not isinstance(to, Prim) or to.name == "bool"

@@ -50,6 +50,8 @@ def elementwise_lanes(an: Analysis, scope: Scope, n: Node) -> int | None:
     g = an.g
     if n.op != "for" or any(g.type_of(v) == TOKEN for v in n.inputs):
         return None
+    if g.nodes[n.inputs[0].node].op != "range":
+        return None  # lanes are consecutive ascending iterations: not a reversed or stepped range
     n_car = len(n.types)
     if n_car == 0:
         return None

@@ -102,6 +102,6 @@ class Frame:
         f: Frame | None = self
         while f is not None:
             for s in f.scopes:
-                names.update(n for n in s if not n.startswith("$"))
+                names.update(n for n in s if n[:1] not in ("$", "#"))  # flags, hidden index
             f = f.parent
         return names

@@ -15,6 +15,7 @@ from kera_core.ir.types import (
     DimError,
     DimExpr,
     Prim,
+    RangeType,
     Ref,
     Sym,
     Tensor,
@@ -65,6 +66,8 @@ BUILTINS: dict[str, tuple[int, str]] = {
     "copy_to": (2, "transfer"),
     "print": (1, "print"),
 }
+# the methods a range has (language.md §6.9), with the form to write for a tensor instead
+RANGE_METHODS = {"rev": "0..N).rev(", "step_by": "0..N).step_by(k"}
 # builtins that take one more, optional argument: the axis to work along (a constant)
 AXIS_BUILTINS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "softmax", "layernorm"})
 # builtins taking a variable number of arguments: (fewest, most or None) — checked by kind
@@ -77,13 +80,19 @@ class Calls:
     def e_CallExpr(self, e: ast.CallExpr, expected):
         callee = e.callee
         if isinstance(callee, ast.FieldExpr) and callee.field is not None:
-            # `x.clone()`, `(0..N).rev()`: one error that says what to write instead
             m = callee.field.text
+            if m in RANGE_METHODS:
+                base_val = self.expr(callee.base, None)
+                if base_val.is_err:
+                    return ERR_VAL
+                if isinstance(base_val.type, RangeType):
+                    return self.range_method(e, m, base_val)
+            # `x.clone()`, `x.sum()`: one error that says what to write instead
             base = callee.base.syntax.text.strip() if callee.base is not None else "x"
-            if m in self.env.fns or m in BUILTINS:
+            if m in RANGE_METHODS:
+                hint = f"only a range has `.{m}()`: iterate `({RANGE_METHODS[m]})` and read `x[i]`"
+            elif m in self.env.fns or m in BUILTINS:
                 hint = f"call `{m}({base})` instead"
-            elif m == "rev":
-                hint = "iterate `0..N` and use `N - 1 - i`"
             else:
                 hint = f"and there is no function `{m}`"
             return self.err("K0112", e.span, f"methods are not in Kera (`.{m}()`): {hint}")
@@ -110,6 +119,34 @@ class Calls:
         return self.err(
             "K0205", callee.span, f"cannot find function `{name}`" + did_you_mean(name, cands)
         )
+
+    def range_method(self, e: ast.CallExpr, m: str, rng: Val) -> Val:
+        """`r.rev()` and `r.step_by(k)` on a range `r` (language.md §6.9): a reversed or
+        stepped range, `range_rev` / `range_step` in the graph; any chain of them works.
+        `k` has the range's integer type; a constant `k <= 0` is K0307 here, any other is
+        checked when the loop starts (R0011)."""
+        args = e.args
+        want = 0 if m == "rev" else 1
+        if len(args) != want:
+            what = "no arguments" if want == 0 else "one argument, the step"
+            return self.err(
+                "K0303", e.span, f"`.{m}()` takes {what}, found {len(args)} argument(s)"
+            )
+        if m == "rev":
+            return self.op("range_rev", [rng], e.span)
+        elem = rng.type.elem
+        k = self.expr(args[0], elem)
+        if k.is_err:
+            return ERR_VAL
+        if k.value is not None and k.type == elem:
+            node = self.nodes.get(k.value.node)
+            if node is not None and node.op == "const" and int(node.attr("value")) <= 0:
+                return self.err(
+                    "K0307",
+                    args[0].span,
+                    f"the step of `step_by` must be positive, found {int(node.attr('value'))}",
+                )
+        return self.op("range_step", [rng, k], e.span)
 
     # --- effects -----------------------------------------------------------------------
     def need_effect(self, effect: str, span: Span, what: str) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kera_core.diagnostics import Edit, Fix
 from kera_core.ir.node import Node, Region
-from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, strip_ref
+from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, Sym, Tensor, strip_ref
 from kera_core.sema.env import Use
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_exits import may_exit
@@ -230,35 +230,76 @@ class ControlFlow:
                 self._end_loop()
 
     def _for(self, e: ast.ForExpr):
-        rng = self.expr(e.iterable, None)
+        it = e.iterable
+        bare = it
+        while isinstance(bare, ast.ParenExpr):
+            bare = bare.inner
+        if isinstance(bare, ast.RefExpr) and bare.is_mut:
+            return self.err(
+                "K0112",
+                it.span,
+                "`for` over `&mut x` (a mutable place per element) is not in Kera: write the "
+                "elements by index, `for i in 0..N { x[i] = …; }`",
+            )
+        rng = self.expr(it, None)
         if rng.is_err:
             return ERR_VAL
-        if not isinstance(rng.type, RangeType):
+        tensor = strip_ref(rng.type)
+        if isinstance(tensor, Tensor):
+            if tensor.rank != 1:
+                return self.err(
+                    "K0112",
+                    it.span,
+                    f"`for` over the rows of {self.show(rng.type)} needs views, which Kera does "
+                    "not have yet: iterate the indices, `for i in 0..M { … x[i, j] … }`",
+                )
+            tval = rng
+            rng = self.elements_range(tensor, it.span)
+        elif not isinstance(rng.type, RangeType):
             return self.err(
                 "K0301",
-                e.iterable.span,
-                f"`for` iterates over a range `a..b`, found {self.show(rng.type)}",
+                it.span,
+                f"`for` iterates over a range `a..b` or a 1-D tensor, found {self.show(rng.type)}",
             )
         if e.body is None:
             return ERR_VAL
         var = e.var.text if e.var else "_"
+        var_span = e.var.span if e.var else e.span
         exits = self._begin_loop(e.body.syntax, e.span)
         names = [n for n in self.carried_names([e.body.syntax]) if n != var]
         outer = self.frame
         elem = rng.type.elem
         f = self.open_frame(names, [elem])
-        f.scopes.append(
-            {
-                var: Binding(
-                    var,
-                    Val(self.param(0, elem), elem),
-                    False,
-                    e.var.span if e.var else e.span,
-                    "loop",
-                )
-            }
-        )
         self.frame = f
+        if isinstance(tensor, Tensor):
+            # `for v in x { B }` is `for i in 0..N { let v = x[i]; B }` (language.md §6.9):
+            # the hidden index `#i` (no name a user can write), the element read first thing
+            # in the body — inside the guard of a body that may exit, as the `let` would be
+            base = self.iterated(bare, tval, outer)
+            f.scopes.append(
+                {"#i": Binding("#i", Val(self.param(0, elem), elem), False, var_span, "loop")}
+            )
+
+            def run_body():
+                assert self.frame is not None
+                x = self.lookup_iterated(base)
+                i = self.lookup("#i")
+                assert i is not None
+                v = self.op("index", [x, i.val], it.span)
+                self.frame.scopes.append({var: Binding(var, v, False, var_span, "loop")})
+                try:
+                    return self.block(e.body, None)
+                finally:
+                    self.frame.scopes.pop()
+
+        else:
+            f.scopes.append(
+                {var: Binding(var, Val(self.param(0, elem), elem), False, var_span, "loop")}
+            )
+
+            def run_body():
+                return self.block(e.body, None)
+
         if exits:
             self.bind_flag(self.loops[-1][1], self.false(), e.span)
             guard = self.still_running([self.loops[-1][0], *self.exit_flags()[:1]], e.span)
@@ -266,13 +307,13 @@ class ControlFlow:
                 guard = self.still_running([self.loops[-1][0]], e.span)
             body = self.if_node(
                 guard,
-                lambda: self.block(e.body, None),
+                run_body,
                 lambda _: Val(None, UNIT),
                 [e.body.syntax],
                 e.span,
             )
         else:
-            body = self.block(e.body, None)
+            body = run_body()
         fin = self.finals(f)
         self.frame = outer
         if body.is_err:
@@ -286,6 +327,52 @@ class ControlFlow:
         )
         self.rebind(names, node, 0)
         return Val(None, UNIT)
+
+    def elements_range(self, t: Tensor, span: Span) -> Val:
+        """`0..N` over the first (only) dimension of ``t``, as `for i in 0..N` builds it."""
+        d = t.shape[0]
+        if isinstance(d, Sym):
+            n = Val(self.add(Node("dim", (), (I64,), {"index": d.index}), span).out(0), I64)
+        else:
+            n = self.const(I64, d, span)
+        return self.op("range", [self.const(I64, 0, span), n], span, {"inclusive": False})
+
+    def iterated(self, bare: ast.Expr | None, value: Val, home: Frame):
+        """What the body of `for v in it` reads its elements from: the name `x` of `x` or
+        `&x` — looked up in the body as `x[i]` would look it up, so the graph is the index
+        loop's — or else the expression's ``value``, evaluated once before the loop in the
+        frame ``home``."""
+        if isinstance(bare, ast.RefExpr):
+            bare = bare.operand
+            while isinstance(bare, ast.ParenExpr):
+                bare = bare.inner
+        if isinstance(bare, ast.PathExpr) and bare.name is not None:
+            if self.lookup(bare.name.text, home) is not None:  # (a constant is a value)
+                return bare.name.text
+        return (value, home)
+
+    def lookup_iterated(self, base) -> Val:
+        if isinstance(base, str):
+            b = self.lookup(base)
+            assert b is not None
+            return b.val
+        return self.capture(*base)
+
+    def capture(self, val: Val, home: Frame, frame: Frame | None = None) -> Val:
+        """``val``, a value of frame ``home``, as seen in ``frame`` (the current one):
+        captured by every frame in between, as :meth:`lookup` captures a local's value."""
+        frame = frame or self.frame
+        assert frame is not None
+        if frame is home or frame.parent is None:
+            return val
+        seen = self.capture(val, home, frame.parent)
+        idx = frame.captures.get(seen.value)
+        if idx is None:
+            idx = len(frame.params)
+            frame.params.append(strip_ref(seen.type))
+            frame.captures[seen.value] = idx
+            frame.capture_inputs.append(seen.value)
+        return Val(self.param(idx, frame.params[idx]), seen.type)
 
     def _begin_loop(self, body_syntax, span) -> bool:
         """Set up `break`/`continue` flags when the body needs them; True if it does."""

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 from kera_core.loops import ir
 from kera_core.loops.ir import BITS, is_float, is_signed
+from kera_core.loops.run_abi import ERROR_NUMBERS
 
 MAX_THREADS = 256
-ERROR_NUMBERS = {"R0001": 1, "R0002": 2, "R0003": 3, "R0004": 4, "R0007": 7, "R0009": 9}
 
 # The run's context: u64 cells in device memory, written by the host before the launch.
 CTX_STATUS = 0  # the kernel's status (0 or an error number)

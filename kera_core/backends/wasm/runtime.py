@@ -47,6 +47,7 @@ ERRORS = {
     3: ("R0003", "shapes do not agree"),
     4: ("R0004", "reduction of an empty tensor"),
     9: ("R0009", "out of memory: the WebAssembly heap cannot grow further"),
+    11: ("R0011", "the step of `step_by` is not positive"),
 }
 
 

@@ -449,13 +449,35 @@ class Builder:
         return EMPTY
 
     def x_ForExpr(self, e: ast.ForExpr, ctx):
-        self.expr(e.iterable, None)
+        it = e.iterable
+        loans = self.expr(it, None)
+        held = self.iterated_loan(it, loans)
         head = self.emit(Event("nop"))
+        if held is not None:  # in use on every iteration: live through the whole body
+            self.emit(Event("read", held.id, it.span))
         exit_ = self.cfg.add(Event("nop"))
-        self.cfg.edge(head, exit_)
+        self.cfg.edge(self.cur, exit_)
         var = e.var
         self.loop_body(e.body, head, exit_, var)
         return EMPTY
+
+    def iterated_loan(self, it: ast.Expr | None, loans: frozenset[Loan]) -> Var | None:
+        """`for v in x` (or `&x`) reads `x` on every iteration: `x` is borrowed for the
+        whole loop (language.md §6.9), so assigning, moving or `&mut`-borrowing it in the
+        body is K0403 / K0404 / K0402, as for any live borrow. A tensor in `@device` memory
+        has no elements host code can read (K0406)."""
+        t = self.ty(it)
+        if not isinstance(strip_ref(t), Tensor):
+            return None
+        bare = unparen(it)
+        if isinstance(bare, ast.RefExpr):
+            bare = unparen(bare.operand)
+        if space_of(t) == "device":
+            self.device_element(it, bare, "read")
+        root, _ = self.place_root(bare)
+        if root is not None and root.is_owner:
+            loans = loans | {Loan(root.id, it.span)}
+        return self.temp(it.span, loans) if loans else None
 
     def loop_body(self, body: ast.Block | None, head: int, exit_: int, var) -> None:
         self.scopes.append({})
