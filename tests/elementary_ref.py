@@ -1,15 +1,18 @@
 """Correctly rounded references for tests/test_elementary.py (docs/semantics.md §6.9).
 
-binary32: numpy's binary64 function, rounded to binary32, is the correctly rounded result
-unless its binary64 value lies within ``NEAR`` binary64 ulps of a binary32 rounding boundary
-(a midpoint, or the overflow threshold): numpy documents its binary64 functions within 4
-ulps (SIMD/SVML) and glibc's within 1–2, so outside that band the rounding cannot change.
+binary32: numpy's binary64 function (for `erf`, `erfc`, which numpy lacks: the C library's,
+through Python's `math`), rounded to binary32, is the correctly rounded result unless its
+binary64 value lies within ``NEAR`` binary64 ulps of a binary32 rounding boundary (a
+midpoint, or the overflow threshold): numpy documents its binary64 functions within 4 ulps
+(SIMD/SVML) and glibc's within 1–2, so outside that band the rounding cannot change.
 Those few inputs — and every input where the step list disagrees with the rounded numpy
 value — are decided with mpmath at 256 bits, rounded to binary32 exactly (ties to even).
 binary64: mpmath at 256 bits; the error is measured in ulps of the exact value.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -27,6 +30,11 @@ NP = {
     "sin": np.sin,
     "cos": np.cos,
     "tan": np.tan,
+    "atan2": np.arctan2,
+    # numpy has no erf: the C library's, through Python's math module
+    "erf": lambda x: np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64),
+    "erfc": lambda x: np.frompyfunc(math.erfc, 1, 1)(x).astype(np.float64),
+    "pow": np.power,
 }
 
 
@@ -45,6 +53,8 @@ def mp_value(name: str, *args: float):
             v = getattr(mp, name)(x)
         return +v
     a = [mp.mpf(v) for v in args]
+    if name == "pow":
+        return _mp_pow(args)
     if any(mp.isnan(v) for v in a) and name != "hypot":
         return mp.nan
     x = a[0]
@@ -66,7 +76,58 @@ def mp_value(name: str, *args: float):
         if any(mp.isnan(v) for v in a):
             return mp.nan
         return mp.sqrt(a[0] ** 2 + a[1] ** 2)
+    if name == "atan2":
+        return _mp_atan2(args)
+    if name in ("erf", "erfc") and abs(x) > 40:  # erfc(|x|) < 2^−2300 (mpmath overflows)
+        far = mp.mpf(2) ** -3000
+        if name == "erf":
+            return mp.sign(x) * (1 - far)
+        return far if x > 0 else 2 - far
+    if name == "erf":
+        return mp.erf(x)
+    if name == "erfc":
+        return mp.erfc(x)
     raise KeyError(name)
+
+
+def _mp_atan2(args):
+    """atan2(y, x) exactly; zeros and infinities as C99 F.9.1.4 says (a zero result is
+    unsigned here: ulp_error does not look at the sign of zero)."""
+    import math
+
+    import mpmath as mp
+
+    y, x = (mp.mpf(v) for v in args)
+    sy = math.copysign(1.0, args[0])
+    neg_x = math.copysign(1.0, args[1]) < 0
+    if y == 0:
+        r = mp.pi if neg_x else mp.mpf(0)
+    elif mp.isinf(y) and mp.isinf(x):
+        r = 3 * mp.pi / 4 if neg_x else mp.pi / 4
+    elif mp.isinf(y) or x == 0:
+        r = mp.pi / 2
+    elif mp.isinf(x):
+        r = mp.pi if neg_x else mp.mpf(0)
+    else:
+        return mp.atan2(y, x)
+    return sy * r
+
+
+def _mp_pow(args):
+    """x^y exactly; NaNs, zeros and infinities from the C library's pow through numpy (C99
+    F.9.4.4: those results are exact), negative x: ±|x|^y for an integer y, else NaN."""
+    import mpmath as mp
+
+    x, y = (mp.mpf(v) for v in args)
+    if not (mp.isfinite(x) and mp.isfinite(y)) or x == 0 or y == 0:
+        with np.errstate(all="ignore"):
+            return mp.mpf(float(np.power(np.float64(args[0]), np.float64(args[1]))))
+    if x < 0:
+        if y != mp.floor(y):
+            return mp.nan
+        v = mp.power(-x, y)
+        return -v if int(y) % 2 else v
+    return mp.power(x, y)
 
 
 def round_mp(v, t: str) -> float:

@@ -1,5 +1,5 @@
-"""`exp2`, `log2`, `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`: step lists written once
-(docs/semantics.md §6.9).
+"""`exp2`, `log2`, `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`,
+`erfc`: step lists written once (docs/semantics.md §6.9).
 
 Each function below is one fixed sequence of loop primitives (docs/lowering.md,
 "Primitives": add sub mul div sqrt roundeven compares select and/or/xor/not shl/shr bitcast
@@ -23,7 +23,8 @@ double-double ``h + l`` (``|l| ≤ ulp(h)/2``) whose relative error is below 2^�
   the correctly rounded value of ``f(x)`` unless ``f(x)`` is within 2^−60 (relative) of a
   binary32 rounding boundary and ``h + l`` lies across it. tests/test_elementary.py checks
   a dense sample against a correctly rounded reference, and all 2^32 inputs of each unary
-  function with ``KERA_EXHAUSTIVE=1``; `hypot` has a proof (§6.9).
+  function with ``KERA_EXHAUSTIVE=1``; `hypot` has a proof (§6.9). `pow` (binary32) first
+  recognises an exact result or midpoint (at most 25 bits: h + l rounded to binary64 is it).
 
 Constants are binary64 values written as hex floats (exact); scripts/elementary_coeffs.py
 prints them from mpmath.
@@ -293,6 +294,394 @@ LN2_LO = H("0x1.a39ef35793c76p-33")
 SQRT2 = H("0x1.6a09e667f3bcdp+0")
 EXPM1_OVER = H("0x1.62e42fefa39efp+9")  # 709.782712893384: above it e^x − 1 rounds to +inf
 EXPM1_UNDER = -60.0  # below it e^x − 1 rounds to −1 (e^x < 2^−86)
+LOGP_C = tuple(
+    (H(a), H(b))
+    for a, b in (
+        ("0x1.5555555555555p-2", "0x1.5555555555555p-56"),
+        ("0x1.999999999999ap-3", "-0x1.999999999999ap-57"),
+        ("0x1.2492492492492p-3", "0x1.2492492492492p-57"),
+        ("0x1.c71c71c71c71cp-4", "0x1.c71c71c71c71cp-58"),
+    )
+)
+LOGP_Q = tuple(
+    H(v)
+    for v in (
+        "0x1.745d1745d1746p-4",
+        "0x1.3b13b13b13bf6p-4",
+        "0x1.11111110e9c13p-4",
+        "0x1.e1e1e234fe5f9p-5",
+        "0x1.af2840b555c5ep-5",
+        "0x1.86247abc4799bp-5",
+        "0x1.624cd380b4e69p-5",
+        "0x1.6df10cfb4f6b0p-5",
+    )
+)
+PI = (H("0x1.921fb54442d18p+1"), H("0x1.1a62633145c07p-53"))  # π
+ATAN_THIRD = (H("-0x1.5555555555555p-2"), H("-0x1.5555555555555p-56"))  # −1/3
+ATAN_Q = tuple(
+    H(v)
+    for v in (
+        "0x1.999999999999ap-3",
+        "-0x1.2492492492492p-3",
+        "0x1.c71c71c71c0f3p-4",
+        "-0x1.745d173f3eee4p-4",
+        "0x1.3b137e8465ab0p-4",
+        "-0x1.105ca80155bd9p-4",
+    )
+)
+ATAN_K = tuple(
+    (H(a), H(b))
+    for a, b in (
+        ("0x0.0p+0", "0x0.0p+0"),
+        ("0x1.ff55bb72cfdeap-5", "-0x1.c934d86d23f1dp-60"),
+        ("0x1.fd5ba9aac2f6ep-4", "-0x1.cd37686760c17p-59"),
+        ("0x1.7b97b4bce5b02p-3", "0x1.347b0b4f881cap-58"),
+        ("0x1.f5b75f92c80ddp-3", "0x1.8ab6e3cf7afbdp-57"),
+        ("0x1.362773707ebccp-2", "-0x1.963a544b672d8p-57"),
+        ("0x1.6f61941e4def1p-2", "-0x1.c63aae6f6e918p-56"),
+        ("0x1.a64eec3cc23fdp-2", "-0x1.24dec1b50b7ffp-56"),
+        ("0x1.dac670561bb4fp-2", "0x1.a2b7f222f65e2p-56"),
+        ("0x1.0657e94db30d0p-1", "-0x1.d5b495f6349e6p-56"),
+        ("0x1.1e00babdefeb4p-1", "-0x1.928df287a668fp-58"),
+        ("0x1.345f01cce37bbp-1", "0x1.1021137c71102p-55"),
+        ("0x1.4978fa3269ee1p-1", "0x1.2419a87f2a458p-56"),
+        ("0x1.5d58987169b18p-1", "0x1.0028e4bc5e7cap-57"),
+        ("0x1.700a7c5784634p-1", "-0x1.8c34d25aadef6p-56"),
+        ("0x1.819d0b7158a4dp-1", "-0x1.bf76229d3b917p-56"),
+        ("0x1.921fb54442d18p-1", "0x1.1a62633145c07p-55"),
+    )
+)
+ERF_C = tuple(
+    (H(a), H(b))
+    for a, b in (
+        ("0x1.20dd750429b6dp+0", "0x1.1ae3a914fed80p-56"),
+        ("-0x1.812746b0379e7p-2", "0x1.ee12e49cab700p-57"),
+        ("0x1.ce2f21a042be2p-4", "-0x1.2871bc5e00766p-58"),
+        ("-0x1.b82ce31288b51p-6", "0x1.1015978e7ac92p-61"),
+        ("0x1.565bcd0e6a53fp-8", "-0x1.a73e0832f7e39p-64"),
+    )
+)
+ERF_Q = tuple(
+    H(v)
+    for v in (
+        "-0x1.c02db40040b86p-11",
+        "0x1.f9a326f9b89b7p-14",
+        "-0x1.f4d25c3e0c2eap-17",
+        "0x1.b9e6c9dc650d8p-20",
+        "-0x1.5f742ec439e7ap-23",
+        "0x1.fcc57204356b4p-27",
+        "-0x1.51d717d889183p-30",
+        "0x1.9e6ac96ec33e6p-34",
+        "-0x1.d843aaa39a81ep-38",
+        "0x1.f660c907d2f4cp-42",
+        "-0x1.f36071254b3e1p-46",
+        "0x1.c2c5f14c08db5p-50",
+        "-0x1.2a14218cba80bp-54",
+    )
+)
+ERF_D = tuple((n + 1) * c for n, (c, _) in enumerate(ERF_C[1:])) + tuple(
+    (n + 5) * c for n, c in enumerate(ERF_Q[:3])
+)  # the derivative of erf(x)/x in z = x², leading terms
+ERFC_IV = (
+    (1.5, 0.5),
+    (2.5, 0.5),
+    (3.5, 0.5),
+    (5.0, 1.0),
+    (7.0, 1.0),
+    (10.0, 2.0),
+    (14.0, 2.0),
+    (20.0, 4.0),
+    (28.0, 4.0),
+)
+ERFC_HI = tuple(
+    tuple(H(v) for v in row)
+    for row in (
+        (
+            "0x1.494daffa2ad68p-2",
+            "-0x1.4f1988444caf7p-4",
+            "0x1.37ea271bc54bdp-6",
+            "-0x1.0dc51d2941e6dp-8",
+            "0x1.b65944f34f7adp-11",
+            "-0x1.513ed7600d1b9p-13",
+            "0x1.ee705e7364646p-16",
+            "-0x1.5b0abfe65ac7dp-18",
+            "0x1.d4509d0d420b1p-21",
+            "-0x1.30c0ec73d688fp-23",
+            "0x1.7f997922f3e28p-26",
+            "-0x1.d41571db66a50p-29",
+            "0x1.156c93921b96ep-31",
+            "-0x1.4004dacf0108cp-34",
+            "0x1.67cf4a920c250p-37",
+            "-0x1.8ae2ed5fedd46p-40",
+            "0x1.a780279472e2fp-43",
+            "-0x1.baff094d89490p-46",
+            "0x1.c75622311ec40p-49",
+            "-0x1.f1b99191dc0e1p-52",
+            "0x1.ea8b86701d446p-55",
+        ),
+        (
+            "0x1.afbb3f3b7343bp-3",
+            "-0x1.3086d7f01ac85p-5",
+            "0x1.98958a7a8e4a3p-8",
+            "-0x1.0632076809dfcp-10",
+            "0x1.435c04e207ca1p-13",
+            "-0x1.809ce8ab533c8p-16",
+            "0x1.ba8a67cfbec13p-19",
+            "-0x1.edd42399126c4p-22",
+            "0x1.0bcba32026989p-24",
+            "-0x1.1ad10dac30a44p-27",
+            "0x1.234feea7f810dp-30",
+            "-0x1.2514a47059069p-33",
+            "0x1.205d6a72a9202p-36",
+            "-0x1.15ca75c35949ap-39",
+            "0x1.064688c7c4f3fp-42",
+            "-0x1.e5da3c407bdc9p-46",
+            "0x1.b9d02a7782f00p-49",
+            "-0x1.8a1c5e15da39bp-52",
+            "0x1.5a47ce6150c33p-55",
+            "-0x1.3de48bf6bcfbbp-58",
+            "0x1.0e0f70b3da8b9p-61",
+        ),
+        (
+            "0x1.3e0a99a0ee914p-3",
+            "-0x1.5285d2eb1ef74p-6",
+            "0x1.5d581133378edp-9",
+            "-0x1.5e5d7e9899181p-12",
+            "0x1.5632136d8cce2p-15",
+            "-0x1.460abd6b25b13p-18",
+            "0x1.2f839e543f108p-21",
+            "-0x1.146bc4068b7b3p-24",
+            "0x1.ed2a9674282e6p-28",
+            "-0x1.af5d64fe0ac8ap-31",
+            "0x1.724f9379258d5p-34",
+            "-0x1.384522c82ccc6p-37",
+            "0x1.02dd8d76d212ap-40",
+            "-0x1.a637829fee1e3p-44",
+            "0x1.52f37b31fd61ap-47",
+            "-0x1.0c0600ad476a6p-50",
+            "0x1.a1bc974be3888p-54",
+            "-0x1.40b246030f3c9p-57",
+            "0x1.e6382097ab785p-61",
+            "-0x1.7c8f6182d0cacp-64",
+            "0x1.18ce610b7d120p-67",
+        ),
+        (
+            "0x1.c57239e943d1ap-4",
+            "-0x1.5d843497d4f3ap-6",
+            "0x1.08cf82b79a11cp-8",
+            "-0x1.8abc198707c93p-11",
+            "0x1.219f2c3353402p-13",
+            "-0x1.a2a81d24c93c5p-16",
+            "0x1.2a41152e3a520p-18",
+            "-0x1.a3193cf6e3789p-21",
+            "0x1.228a789f7cec2p-23",
+            "-0x1.8dabba3225626p-26",
+            "0x1.0cc74e57d816ap-28",
+            "-0x1.66f7d46572185p-31",
+            "0x1.d9d9c686d31c2p-34",
+            "-0x1.3539579036fcfp-36",
+            "0x1.8f2bb7e15d94ap-39",
+            "-0x1.fdea84f9ce59fp-42",
+            "0x1.423f69ba6592bp-44",
+            "-0x1.90499556cb5e1p-47",
+            "0x1.f01017fb25214p-50",
+            "-0x1.59ca30f4b9c1dp-52",
+            "0x1.a370246ccb3dcp-55",
+        ),
+        (
+            "0x1.46dc6bf900f68p-4",
+            "-0x1.6e4b45246f91fp-7",
+            "0x1.96a3de47d5b16p-10",
+            "-0x1.bf5070ee19215p-13",
+            "0x1.e7af6eeff686ep-16",
+            "-0x1.078bfe34def6dp-18",
+            "0x1.1a6f6b7a039ecp-21",
+            "-0x1.2c2db9dd6a198p-24",
+            "0x1.3c768d846e206p-27",
+            "-0x1.4affe415ba6a3p-30",
+            "0x1.57884c1061550p-33",
+            "-0x1.61d8cc179c412p-36",
+            "0x1.69c666619d03bp-39",
+            "-0x1.6f331caaf3fb7p-42",
+            "0x1.720ec8dc5d426p-45",
+            "-0x1.725becc5c9301p-48",
+            "0x1.701b1e936e88bp-51",
+            "-0x1.6a67d8ab22acep-54",
+            "0x1.637383013e07ep-57",
+            "-0x1.76f8dbefaf9fbp-60",
+            "0x1.6ab346d69546ap-63",
+        ),
+        (
+            "0x1.cbe831f997124p-5",
+            "-0x1.6c55c82b4b6b8p-7",
+            "0x1.1f3df0de32f5ep-9",
+            "-0x1.c2c9072e92bb3p-12",
+            "0x1.60131845d03adp-14",
+            "-0x1.11b748bb0b431p-16",
+            "0x1.a7aa3a0056322p-19",
+            "-0x1.4669c867c1653p-21",
+            "0x1.f4bfefd9d663dp-24",
+            "-0x1.7e6cb8c1f9423p-26",
+            "0x1.22cd3d517369ep-28",
+            "-0x1.b86123033a94cp-31",
+            "0x1.4c0bc8fa34ea6p-33",
+            "-0x1.f2a32a51a13fap-36",
+            "0x1.74e0281eebd10p-38",
+            "-0x1.15e3d891c3fddp-40",
+            "0x1.9c41335abfda4p-43",
+            "-0x1.2bcaecae3efa4p-45",
+            "0x1.b95d5f716f243p-48",
+            "-0x1.87be49ce51bfep-50",
+            "0x1.1db213b6ccefdp-52",
+        ),
+        (
+            "0x1.494bb2ce2924fp-5",
+            "-0x1.76711f8b6cf4dp-8",
+            "0x1.a8b73429cebccp-11",
+            "-0x1.e08bef3ab51e5p-14",
+            "0x1.0f30b59c108e7p-16",
+            "-0x1.3156aeb8076acp-19",
+            "0x1.56f43e58b043fp-22",
+            "-0x1.8046e78ce975fp-25",
+            "0x1.ad8cef591bbedp-28",
+            "-0x1.df04ea6dccee8p-31",
+            "0x1.0a769f3e03d87p-33",
+            "-0x1.27c1cc0856789p-36",
+            "0x1.47822928d2cc5p-39",
+            "-0x1.69d4c82ebf11bp-42",
+            "0x1.8ed5d7cf995a7p-45",
+            "-0x1.b6ab50c402d4cp-48",
+            "0x1.e156baa657af4p-51",
+            "-0x1.064f6ad6367c8p-53",
+            "0x1.1e8c9c3453136p-56",
+            "-0x1.59c7a10679383p-59",
+            "0x1.77e34c1949c45p-62",
+        ),
+        (
+            "0x1.cd9bc89b73548p-6",
+            "-0x1.705e8c0688050p-8",
+            "0x1.259993494e472p-10",
+            "-0x1.d36fe3dd900edp-13",
+            "0x1.73a4ded43dfc9p-15",
+            "-0x1.271eee8107689p-17",
+            "0x1.d42321f8479c6p-20",
+            "-0x1.72d795a1d1b29p-22",
+            "0x1.2569bb98b3344p-24",
+            "-0x1.cfbdd66f42d9ep-27",
+            "0x1.6e0893fcb3952p-29",
+            "-0x1.209108939b4ddp-31",
+            "0x1.c6724b0331603p-34",
+            "-0x1.65679358c1217p-36",
+            "0x1.18c2ba18af53dp-38",
+            "-0x1.b907cd611920ep-41",
+            "0x1.59a297ca75014p-43",
+            "-0x1.08e555bb7b1a6p-45",
+            "0x1.9e45846c922f9p-48",
+            "-0x1.94122ef85152ep-50",
+            "0x1.3b0caee7426fdp-52",
+        ),
+        (
+            "0x1.49ebde7878139p-6",
+            "-0x1.7892d6052da5dp-9",
+            "0x1.ad8ccfc089fa9p-12",
+            "-0x1.e9ab4c8d1c2a0p-15",
+            "0x1.16ecc51155d11p-17",
+            "-0x1.3d8fbf04c9ba8p-20",
+            "0x1.6952918712107p-23",
+            "-0x1.9adb10afea19ep-26",
+            "0x1.d2e2ed25ec2e7p-29",
+            "-0x1.091cf852c3edep-31",
+            "0x1.2ce43b40e394cp-34",
+            "-0x1.55491358169ecp-37",
+            "0x1.82dc7a40e3da3p-40",
+            "-0x1.b640004cd7961p-43",
+            "0x1.f0287e9e79e6dp-46",
+            "-0x1.18b8ca3d82060p-48",
+            "0x1.3d6c05cab2ef5p-51",
+            "-0x1.64d651cab2dd9p-54",
+            "0x1.92ff25d1aa2bfp-57",
+            "-0x1.fbcc8d58b448bp-60",
+            "0x1.1e59c0848410bp-62",
+        ),
+    )
+)
+ERFC_LO = tuple(
+    tuple(H(v) for v in row)
+    for row in (
+        (
+            "0x1.39bdf0f0d8e21p-56",
+            "0x1.24aec2a5c803cp-58",
+            "0x1.53ee57559d849p-62",
+            "-0x1.52dfcd6e25030p-64",
+            "0x1.03bc91ce36503p-66",
+            "0x1.26a7ea4ba4119p-70",
+        ),
+        (
+            "-0x1.9f40bca142466p-58",
+            "-0x1.0fa4946a41becp-60",
+            "0x1.a62e187530844p-65",
+            "0x1.0bb934c59bda1p-65",
+            "-0x1.1b55d394c64bcp-68",
+            "-0x1.15ea314341250p-72",
+        ),
+        (
+            "-0x1.902cb7976c65ep-60",
+            "0x1.b046350935fe4p-60",
+            "0x1.06fae6eb16757p-64",
+            "0x1.1bd7847d7b3ecp-69",
+            "0x1.146d5142cac2cp-69",
+            "-0x1.51095e2b57c95p-75",
+        ),
+        (
+            "-0x1.0e682190858dbp-59",
+            "0x1.31ad2656433cap-60",
+            "-0x1.251e02ca26022p-63",
+            "0x1.011f6e5c9f2f0p-66",
+            "-0x1.b7d875d19e71fp-70",
+            "-0x1.c0ea203a59c37p-70",
+        ),
+        (
+            "-0x1.9c3bae12ae446p-59",
+            "-0x1.89832869327bbp-61",
+            "-0x1.9c29c7cdd6249p-64",
+            "0x1.f0b5e8bfbe7eap-68",
+            "-0x1.ecf7585355ecfp-73",
+            "0x1.f94e7dda7d3e8p-74",
+        ),
+        (
+            "-0x1.ed815e254e295p-60",
+            "-0x1.e19ef22712dfbp-62",
+            "-0x1.1bf5a69f6c4a0p-63",
+            "0x1.0ac696f70c529p-67",
+            "0x1.fa5d453ca42c0p-70",
+            "0x1.97b9cc137b02ep-73",
+        ),
+        (
+            "0x1.5741133d175cep-59",
+            "-0x1.7fe5396434cbcp-63",
+            "-0x1.66e15e0ec42abp-66",
+            "0x1.5a1f600f7cbb3p-69",
+            "-0x1.f1e0a2a719d4ap-70",
+            "-0x1.deee2ca2c90dcp-73",
+        ),
+        (
+            "-0x1.c826601a2f019p-65",
+            "0x1.7a99710300337p-62",
+            "0x1.6b15b05b703b5p-64",
+            "-0x1.a18fdaec0877cp-67",
+            "0x1.2e9a726f70461p-73",
+            "-0x1.fc8abaff15a79p-71",
+        ),
+        (
+            "-0x1.d95a8796b0b9fp-62",
+            "0x1.da40f8342f4f6p-63",
+            "-0x1.7896005679744p-66",
+            "0x1.f25155b50d941p-69",
+            "-0x1.e7b269e8fcd26p-71",
+            "-0x1.2d02516df9c09p-74",
+        ),
+    )
+)
 MANT = (1 << 52) - 1
 INF = float("inf")
 
@@ -327,9 +716,9 @@ def exp2(m, x, t: str):
 # --- the logarithm kernel: log u = e·ln 2 + log m ---------------------------------------------------
 
 
-def _log_kernel(m, u):
-    """For a positive finite binary64 u: (dk, Lh, Ll) with u = 2^dk·m, m ∈ [√2/2, √2) and
-    Lh + Ll = log(m) (relative error < 2^−62)."""
+def _log_reduce(m, u):
+    """For a positive finite binary64 u: (dk, sh, sl) with u = 2^dk·m, m ∈ [√2/2, √2) and
+    sh + sl = (m − 1)/(m + 1) (|s| ≤ 0.1716; log m = 2·atanh(s))."""
     sub = m.lt(u, m.c(H("0x1p-1022")))
     us = m.select(sub, m.mul(u, m.c(H("0x1p54"))), u)
     b = m.bitcast(us, "u64")
@@ -346,6 +735,13 @@ def _log_kernel(m, u):
     sh = m.div(f, dh)
     ph, pe = two_prod(m, sh, dh)
     sl = m.div(m.sub(m.sub(m.sub(f, ph), pe), m.mul(sh, dl)), dh)
+    return dk, sh, sl
+
+
+def _log_kernel(m, u):
+    """For a positive finite binary64 u: (dk, Lh, Ll) with u = 2^dk·m, m ∈ [√2/2, √2) and
+    Lh + Ll = log(m) (relative error < 2^−62)."""
+    dk, sh, sl = _log_reduce(m, u)
     # log m = 2·atanh(s) = 2s·(1 + w), w = z/3 + z²·R(z), z = s²
     zh, ze = two_prod(m, sh, sh)
     zl = m.add(ze, m.mul(m.add(sh, sh), sl))
@@ -706,6 +1102,316 @@ def tan(m, x, t: str):
     return _trig(m, x, t, "tan")
 
 
+# --- atan2 --------------------------------------------------------------------------------------
+
+LOGP_D = (1 / 5, 2 / 7, 3 / 9, 4 / 11)  # P'(z), the first four Taylor terms
+ATAN_STEPS = 16  # atan2's reduction points c = j/16, j = 0 … 16
+BIG_Y = H("0x1p64")  # pow: above it |y·log₂|x|| ≥ 2^11 for every x ≠ 1 (over/underflow)
+
+
+def _normalise(m, v):
+    """For a positive finite binary64 v: (V, e) with v = 2^e·V, V ∈ [1, 2) (e an i64)."""
+    sub = m.lt(v, m.c(H("0x1p-1022")))
+    b = m.bitcast(m.select(sub, m.mul(v, m.c(H("0x1p54"))), v), "u64")
+    e = m.sub(m.convert(m.shr(b, 52), "i64"), m.c(1023, "i64"))
+    e = m.sub(e, m.select(sub, m.c(54, "i64"), m.c(0, "i64")))
+    return m.bitcast(m.or_(m.and_(b, m.c(MANT, "u64")), m.c(1023 << 52, "u64")), "f64"), e
+
+
+def _sign_bit(m, v):
+    """v's sign bit (−0, −inf and a NaN with the bit set count as negative)."""
+    return m.ne(m.shr(m.bitcast(v, "u64"), 63), m.c(0, "u64"))
+
+
+def _out_scaled(m, h, l, k, t: str):
+    """(h + l)·2^k (h > 0 finite, k an i64 ≥ −1100) as the result of type t: f64 rounded once
+    (into the subnormals as ``_scaled`` does), f32 rounded to odd then to binary32 (k below
+    −1000 taken as −1000: the result rounds to +0 either way)."""
+    if t == "f64":
+        hn, e = _normalise(m, h)
+        ks = m.add(e, k)
+        ks = m.select(m.lt(ks, m.c(-1086, "i64")), m.c(-1086, "i64"), ks)
+        return _scaled(m, hn, m.mul(l, pow2(m, m.neg(e))), ks)
+    return m.convert(m.mul(round_to_odd(m, h, l), pow2(m, _at_least(m, k, -1000))), "f32")
+
+
+def _at_least(m, k, lo: int):
+    return m.select(m.lt(k, m.c(lo, "i64")), m.c(lo, "i64"), k)
+
+
+def _atan_ratio(m, n, d):
+    """atan(n/d) as a double-double for 0 ≤ n ≤ d, d ∈ [1, 2): c = j/16 nearest n/d,
+    u = (n − c·d)/(d + c·n) (numerator and denominator exact double-doubles, |u| ≤ 1/32 +
+    2^−50), atan(n/d) = atan(c) + u·P(u²), P(z) = 1 − z/3 + z²·ATAN_Q(z)."""
+    cj = m.roundeven(m.mul(m.div(n, d), m.c(float(ATAN_STEPS))))
+    c = m.mul(cj, m.c(1.0 / ATAN_STEPS))  # exact
+    ph, pe = two_prod(m, c, d)
+    sh, se = two_sum(m, n, m.neg(ph))
+    nh, nl = two_sum(m, sh, m.sub(se, pe))
+    qh, qe = two_prod(m, c, n)
+    th, te = two_sum(m, d, qh)
+    dh, dl = fast_two_sum(m, th, m.add(te, qe))
+    uh, ul = dd_div(m, nh, nl, dh, dl)
+    us = split(m, uh)
+    zh, ze = two_prod(m, uh, uh, us)
+    zl = m.add(ze, m.mul(m.add(uh, uh), ul))
+    Ph, Pl = _poly_dd(m, zh, split(m, zh), ATAN_Q, ((1.0, 0.0), ATAN_THIRD))
+    Pl = m.add(Pl, m.mul(zl, m.c(ATAN_THIRD[0])))  # P'(z) ≈ −1/3: the first-order term in zl
+    ah, ae = two_prod(m, Ph, uh, us)
+    al = m.add(ae, m.add(m.mul(uh, Pl), m.mul(ul, Ph)))
+    kh, kl = m.c(ATAN_K[0][0]), m.c(ATAN_K[0][1])
+    for j in range(1, ATAN_STEPS + 1):
+        hit = m.eq(cj, m.c(float(j)))
+        kh = m.select(hit, m.c(ATAN_K[j][0]), kh)
+        kl = m.select(hit, m.c(ATAN_K[j][1]), kl)
+    sh, se = two_sum(m, kh, ah)
+    return fast_two_sum(m, sh, m.add(se, m.add(kl, al)))
+
+
+def atan2(m, y, x, t: str):
+    """The angle of the point (x, y), in [−π, π] (C99 F.9.1.4 for zeros and infinities)."""
+    X, Y = _to_f64(m, x, t), _to_f64(m, y, t)
+    i64, one, zero = "i64", m.c(1.0), m.c(0.0)
+    nan = m.or_(m.ne(X, X), m.ne(Y, Y))
+    ya, xa = m.abs(Y), m.abs(X)
+    yinf, xinf = m.eq(ya, m.c(INF)), m.eq(xa, m.c(INF))
+    # infinities: both → (1, 1) (π/4, 3π/4); one → (1, 0) or (0, 1) (π/2; 0 or π)
+    anyinf = m.or_(yinf, xinf)
+    a = m.select(nan, one, m.select(anyinf, m.select(yinf, one, zero), ya))
+    b = m.select(nan, one, m.select(anyinf, m.select(xinf, one, zero), xa))
+    swap = m.gt(a, b)  # |y| > |x|: π/2 ∓ atan(|x|/|y|)
+    n, d = m.select(swap, b, a), m.select(swap, a, b)
+    nzero = m.eq(n, zero)
+    D, ed = _normalise(m, m.select(m.eq(d, zero), one, d))
+    N, en = _normalise(m, m.select(nzero, one, n))
+    k = m.sub(en, ed)  # ≤ 0: n/d = (N/D)·2^k
+    low = m.lt(k, m.c(-80, i64))
+    kc = m.select(low, m.c(-80, i64), k)  # below 2^−80, atan(q) = q to 2^−160
+    N = m.select(nzero, zero, m.mul(N, pow2(m, kc)))  # exact
+    th, tl = _atan_ratio(m, N, D)  # θ = atan(min/max) ∈ [0, π/4]
+    # φ = B ± θ: (x ≥ +0, no swap) θ; (swap) π/2 ∓ θ; (x ≤ −0, no swap) π − θ
+    negx = _sign_bit(m, X)
+    base0 = m.not_(m.or_(swap, negx))
+    bh = m.select(swap, m.c(PIO2[0]), m.select(negx, m.c(PI[0]), zero))
+    bl = m.select(swap, m.c(PIO2[1]), m.select(negx, m.c(PI[1]), zero))
+    sub_t = m.ne(swap, negx)
+    th = m.select(sub_t, m.neg(th), th)
+    tl = m.select(sub_t, m.neg(tl), tl)
+    sh, se = two_sum(m, bh, th)
+    h, l = fast_two_sum(m, sh, m.add(se, m.add(bl, tl)))
+    zero_out = m.and_(base0, nzero)
+    h = m.select(zero_out, one, h)
+    # the result is (h + l)·2^s, s = k − kc where φ = θ (else 0)
+    s = m.select(base0, m.sub(k, kc), m.c(0, i64))
+    out = _out_scaled(m, h, l, s, t)  # h ≥ 2^−82; f32: s ≥ −197, the product exact
+    out = m.select(zero_out, m.c(0.0, t), out)
+    out = m.select(_sign_bit(m, Y), m.neg(out), out)
+    return m.select(nan, m.c(np.nan, t), out)
+
+
+# --- pow ----------------------------------------------------------------------------------------
+
+
+def _log_long(m, sh, sl):
+    """log m = 2·atanh(s) for s = sh + sl (|s| ≤ 0.1716) as a double-double, relative error
+    below 2^−75: 2·(s + s·w), w = z·P(z), z = s², P(z) = Σ z^k/(2k + 3) with its first four
+    coefficients double-doubles (pow's logarithm: log2's kernel is 2^−62)."""
+    ss = split(m, sh)
+    zh, ze = two_prod(m, sh, sh, ss)
+    zl = m.add(ze, m.mul(m.add(sh, sh), sl))
+    zs = split(m, zh)
+    Ph, Pl = _poly_dd(m, zh, zs, LOGP_Q, LOGP_C)
+    Pl = m.add(Pl, m.mul(zl, horner(m, zh, LOGP_D)))  # zl·P'(zh), to 2^−15 relative
+    wh, we = two_prod(m, Ph, zh, zs)
+    wh, wl = fast_two_sum(m, wh, m.add(we, m.add(m.mul(zh, Pl), m.mul(zl, Ph))))
+    qh, qe = two_prod(m, wh, sh, ss)
+    ql = m.add(qe, m.add(m.mul(sh, wl), m.mul(sl, wh)))
+    Lh, Le = fast_two_sum(m, sh, qh)
+    Lh, Ll = fast_two_sum(m, Lh, m.add(Le, m.add(sl, ql)))
+    return m.add(Lh, Lh), m.add(Ll, Ll)
+
+
+def _exp2_dd(m, eh, el):
+    """2^E for a double-double E = eh + el (|E| ≤ 1100) as (h, l, k): 2^E = (h + l)·2^k,
+    h + l = 2^r with relative error below 2^−60, k = roundeven(eh) an i64, r = E − k."""
+    k = m.roundeven(eh)
+    rh, rl = fast_two_sum(m, m.sub(eh, k), el)  # E − k, |r| ≤ 1/2 + 2^−42
+    rs = split(m, rh)
+    h, l = horner(m, rh, EXP2_Q), m.c(0.0)
+    for C in (EXP2_C3, EXP2_C2, EXP2_C1, (1.0, 0.0)):
+        h, l = dd_horner_step(m, C, rh, rs, h, l)
+    h, l = fast_two_sum(m, h, m.add(l, m.mul(h, m.mul(rl, m.c(EXP2_C1[0])))))  # ·2^rl
+    return h, l, m.convert(k, "i64")
+
+
+def power(m, x, y, t: str):
+    """x^y (C99 F.9.4.4 for zeros, infinities, NaNs and negative x)."""
+    X, Y = _to_f64(m, x, t), _to_f64(m, y, t)
+    one, zero = m.c(1.0), m.c(0.0)
+    ax, ay = m.abs(X), m.abs(Y)
+    xnan, ynan = m.ne(X, X), m.ne(Y, Y)
+    xinf, yinf = m.eq(ax, m.c(INF)), m.eq(ay, m.c(INF))
+    xzero, yzero = m.eq(ax, zero), m.eq(Y, zero)
+    yfin = m.lt(ay, m.c(INF))  # false for NaN
+    yf = m.select(yfin, Y, zero)
+    yint = m.and_(yfin, m.eq(m.roundeven(yf), yf))
+    half = m.mul(yf, m.c(0.5))  # exact (a subnormal y is no integer)
+    yodd = m.and_(yint, m.ne(m.roundeven(half), half))
+    # |x|^y = 2^(y·log₂|x|) for finite nonzero x and finite nonzero y
+    bad = m.or_(m.or_(m.or_(xnan, ynan), m.or_(xinf, yinf)), m.or_(xzero, yzero))
+    a = m.select(bad, one, ax)
+    yc = m.select(m.gt(Y, m.c(BIG_Y)), m.c(BIG_Y), m.select(m.lt(Y, m.c(-BIG_Y)), m.c(-BIG_Y), Y))
+    yc = m.select(bad, zero, yc)
+    dk, sh, sl = _log_reduce(m, a)
+    Lh, Ll = _log_long(m, sh, sl)
+    ph, pl = dd_mul_dd_const(m, Lh, Ll, INV_LN2)
+    gh, ge = two_sum(m, dk, ph)
+    gh, gl = fast_two_sum(m, gh, m.add(ge, pl))  # log₂ a
+    eh, ee = two_prod(m, gh, yc)  # |yc| ≤ 2^64, |g| ≤ 1075: no overflow
+    eh, el = fast_two_sum(m, eh, m.add(ee, m.mul(gl, yc)))  # E = y·log₂ a
+    over_at, under_at = (128.0, -152.0) if t == "f32" else (1024.0, -1077.0)
+    over, under = m.gt(eh, m.c(over_at)), m.lt(eh, m.c(under_at))
+    out_of_range = m.or_(over, under)
+    eh, el = m.select(out_of_range, zero, eh), m.select(out_of_range, zero, el)
+    h, l, ki = _exp2_dd(m, eh, el)
+    if t == "f64":
+        out = _scaled(m, h, l, ki)
+    else:
+        # an exact x^y of at most 25 bits (a binary32 number or midpoint): h + l rounded to
+        # binary64 is it, and rounds to binary32 as it should; otherwise round to odd
+        v = m.add(h, l)
+        short = m.eq(m.and_(m.bitcast(v, "u64"), m.c((1 << 28) - 1, "u64")), m.c(0, "u64"))
+        near = m.le(m.abs(m.add(m.sub(h, v), l)), m.mul(v, m.c(H("0x1p-58"))))
+        w = m.select(m.and_(short, near), v, round_to_odd(m, h, l))
+        out = m.convert(m.mul(w, pow2(m, ki)), "f32")  # k ∈ [−152, 128]: exact
+    inf_t, zero_t = m.c(INF, t), m.c(0.0, t)
+    out = m.select(over, inf_t, m.select(under, zero_t, out))
+    ypos = m.gt(Y, zero)
+    out = m.select(xzero, m.select(ypos, zero_t, inf_t), out)
+    out = m.select(xinf, m.select(ypos, inf_t, zero_t), out)
+    # y = ±inf: 0 where |x| < 1 and y = +inf or |x| > 1 and y = −inf, else inf; |x| = 1: 1
+    out = m.select(yinf, m.select(m.ne(m.lt(ax, one), m.lt(Y, zero)), zero_t, inf_t), out)
+    out = m.select(m.and_(yinf, m.eq(ax, one)), m.c(1.0, t), out)
+    out = m.select(m.and_(_sign_bit(m, X), yodd), m.neg(out), out)  # (−|x|)^odd
+    neg_base = m.and_(m.lt(X, zero), m.gt(X, m.c(-INF)))
+    nan = m.or_(m.or_(xnan, ynan), m.and_(neg_base, m.and_(yfin, m.not_(yint))))
+    out = m.select(nan, m.c(np.nan, t), out)
+    return m.select(m.or_(yzero, m.eq(X, one)), m.c(1.0, t), out)  # even for a NaN
+
+
+# --- erf, erfc ----------------------------------------------------------------------------------
+
+ERF_SMALL = 1.0  # below it erf(x) = x·P(x²); from it erfc(x) = e^(−x²)·erfcx(x)
+ERFC_ZERO = 27.3  # from it erfc(x) rounds to +0 and erf(x) to ±1 (both formats)
+ERF_TINY = H("0x1p-960")  # below it erf's product is formed from x·2^64
+
+
+def _erf_small(m, a):
+    """erf(a) for 0 ≤ a < 1 as (h, l, s): erf(a) = (h + l)·2^s (s = −64 below ERF_TINY, else
+    0); erf(a)/a = P(z), z = a² = zh + zl, P's first five coefficients double-doubles."""
+    i64 = "i64"
+    tiny = m.lt(a, m.c(ERF_TINY))
+    asc = m.select(tiny, m.mul(a, m.c(H("0x1p64"))), a)  # exact
+    zh, zl = two_prod(m, a, a)
+    Ph, Pl = _poly_dd(m, zh, split(m, zh), ERF_Q, ERF_C)
+    Pl = m.add(Pl, m.mul(zl, horner(m, zh, ERF_D)))  # zl·P'(zh), to 2^−10 relative
+    Ph, Pl = fast_two_sum(m, Ph, Pl)
+    ph, pe = two_prod(m, Ph, asc)
+    h, l = fast_two_sum(m, ph, m.add(pe, m.mul(Pl, asc)))
+    return h, l, m.select(tiny, m.c(-64, i64), m.c(0, i64))
+
+
+def _erfc_big(m, a):
+    """erfc(a) for 1 ≤ a < 32 as (h, l, k): erfc(a) = (h + l)·2^k = e^(−a²)·erfcx(a);
+    e^(−a²) = 2^E, E = −a²/ln 2 (a double-double), erfcx on ERFC_IV's interval holding a as a
+    degree-20 polynomial in u = (a − c)/w (exact), its first six coefficients double-doubles
+    (every coefficient chosen by selects over constants)."""
+    hits = [m.ge(a, m.c(c - w)) for c, w in ERFC_IV[1:]]
+
+    def pick(row_of):
+        v = m.c(row_of(0))
+        for i, hit in enumerate(hits, 1):
+            v = m.select(hit, m.c(row_of(i)), v)
+        return v
+
+    c = pick(lambda i: ERFC_IV[i][0])
+    inv_w = pick(lambda i: 1.0 / ERFC_IV[i][1])
+    u = m.mul(m.sub(a, c), inv_w)  # exact: Sterbenz, then a power of two
+    us = split(m, u)
+    deg, ndd = len(ERFC_HI[0]) - 1, len(ERFC_LO[0])
+    h = pick(lambda i: ERFC_HI[i][deg])
+    for j in range(deg - 1, ndd - 1, -1):
+        h = m.add(pick(lambda i: ERFC_HI[i][j]), m.mul(u, h))  # noqa: B023
+    l = m.c(0.0)
+    for j in range(ndd - 1, -1, -1):  # C_j + u·(h + l) with C_j a chosen double-double
+        ch, cl = pick(lambda i: ERFC_HI[i][j]), pick(lambda i: ERFC_LO[i][j])  # noqa: B023
+        ph, pe = two_prod(m, h, u, us)
+        sh, se = two_sum(m, ch, ph)
+        h, l = fast_two_sum(m, sh, m.add(se, m.add(cl, m.add(pe, m.mul(l, u)))))
+    zh, zl = two_prod(m, a, a)
+    eh, el = dd_mul_dd_const(m, zh, zl, INV_LN2)
+    gh, gl, k = _exp2_dd(m, m.neg(eh), m.neg(el))
+    ph, pe = two_prod(m, gh, h)
+    rh, rl = fast_two_sum(m, ph, m.add(pe, m.add(m.mul(gh, l), m.mul(gl, h))))
+    return rh, rl, k
+
+
+def _erf_common(m, x, t: str):
+    X = _to_f64(m, x, t)
+    nan = m.ne(X, X)
+    a = m.abs(X)
+    small = m.lt(a, m.c(ERF_SMALL))
+    zero = m.ge(a, m.c(ERFC_ZERO))  # also ±inf: erfc rounds to +0 (x > 0), 2 (x < 0)
+    a_small = m.select(small, a, m.c(0.5))
+    a_big = m.select(m.or_(m.or_(small, zero), nan), m.c(1.5), a)
+    return X, nan, small, zero, _erf_small(m, a_small), _erfc_big(m, a_big)
+
+
+def _one_minus(m, h, l, k, minus=None):
+    """1 − (h + l)·2^k as a double-double, or 1 ± it with ``minus`` a bool (the result lies in
+    [0.15, 2])."""
+    p = pow2(m, _at_least(m, k, -1000))  # below 2^−1000 the term is negligible either way
+    qh, ql = m.mul(h, p), m.mul(l, p)
+    if minus is None:
+        qh, ql = m.neg(qh), m.neg(ql)
+    else:
+        qh, ql = m.select(minus, m.neg(qh), qh), m.select(minus, m.neg(ql), ql)
+    sh, se = two_sum(m, m.c(1.0), qh)
+    return fast_two_sum(m, sh, m.add(se, ql))
+
+
+def erf(m, x, t: str):
+    """The error function 2/√π·∫₀ˣ e^(−s²) ds (odd; erf(±inf) = ±1)."""
+    X, nan, small, zero, (h1, l1, s1), (h2, l2, k2) = _erf_common(m, x, t)
+    zero_in = m.eq(X, m.c(0.0))
+    h1 = m.select(zero_in, m.c(1.0), h1)
+    out_small = _out_scaled(m, h1, l1, s1, t)
+    bh, bl = _one_minus(m, h2, l2, k2)  # 1 − erfc(|x|)
+    out = m.select(small, out_small, _result(m, bh, bl, t))
+    out = m.select(zero, m.c(1.0, t), out)
+    out = m.select(zero_in, m.c(0.0, t), out)
+    out = m.select(_sign_bit(m, X), m.neg(out), out)
+    return m.select(nan, m.c(np.nan, t), out)
+
+
+def erfc(m, x, t: str):
+    """The complementary error function 1 − erf(x), without its cancellation
+    (erfc(−inf) = 2, erfc(+inf) = +0)."""
+    X, nan, small, zero, (h1, l1, s1), (h2, l2, k2) = _erf_common(m, x, t)
+    neg = _sign_bit(m, X)
+    # |x| < 1: 1 ∓ erf(|x|);  x ≥ 1: erfc(x);  x ≤ −1: 2 − erfc(|x|) = 1 + (1 − erfc(|x|))
+    sh, sl = _one_minus(m, h1, l1, s1, m.not_(neg))
+    out_small = _result(m, sh, sl, t)
+    out_pos = _out_scaled(m, h2, l2, k2, t)
+    bh, bl = _one_minus(m, h2, l2, k2)
+    th, te = two_sum(m, m.c(1.0), bh)
+    th, tl = fast_two_sum(m, th, m.add(te, bl))
+    out = m.select(neg, _result(m, th, tl, t), out_pos)
+    out = m.select(small, out_small, out)
+    out = m.select(zero, m.select(neg, m.c(2.0, t), m.c(0.0, t)), out)
+    return m.select(nan, m.c(np.nan, t), out)
+
+
 UNARY = {
     "exp2": exp2,
     "log2": log2,
@@ -714,8 +1420,10 @@ UNARY = {
     "sin": sin,
     "cos": cos,
     "tan": tan,
+    "erf": erf,
+    "erfc": erfc,
 }
-BINARY = {"hypot": hypot}
+BINARY = {"hypot": hypot, "atan2": atan2, "pow": power}
 
 
 # --- the interpreter's entry points -------------------------------------------------------------

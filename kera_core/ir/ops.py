@@ -299,6 +299,8 @@ for _name, _doc in [
     ("sin", "the sine of x (radians)"),
     ("cos", "the cosine of x (radians)"),
     ("tan", "the tangent of x (radians)"),
+    ("erf", "the error function of x"),
+    ("erfc", "the complementary error function 1 - erf(x), without cancellation"),
 ]:
 
     @op(_name, 1, _doc + ", elementwise; a fixed step list, docs/semantics.md §6.9")
@@ -314,6 +316,16 @@ for _name, _doc in [
 )
 def _hypot(inputs, attrs):
     return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
+
+
+for _name, _doc in [
+    ("atan2", "the angle of the point (x, y) for operands (y, x), in [-pi, pi]"),
+    ("pow", "x to the power y (C99 Annex F for zeros, infinities and negative x)"),
+]:
+
+    @op(_name, 2, _doc + ", elementwise; a fixed step list, docs/semantics.md §6.9")
+    def _elementary_float2(inputs, attrs):
+        return (_make(*_elementwise(inputs, _float, "a float or float tensor")),)
 
 
 @op("fma", 3, "a*b+c with one rounding; the only fused operation in Kera")

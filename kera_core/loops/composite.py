@@ -4,8 +4,8 @@
   one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both),
   and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
   `copysign`) from `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`,
-  `expm1`, `log1p`, `hypot`: the step lists of :mod:`kera_core.interp.elementary`, run
-  through :class:`EmitOps` (the interpreter runs the same code on numpy arrays);
+  `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`, `erfc`: the step
+  lists of :mod:`kera_core.interp.elementary`, run through :class:`EmitOps` (the interpreter runs the same code on numpy arrays);
 * §7 reductions: the canonical sum (tiles of 1024, 16 lanes, the lane tree, the
   left-complete tile tree), `max`/`min`, `argmax`, `dot`, `mean`;
 * §8 `matmul` (k in increasing order), `conv1d`, `softmax`, `layernorm`.

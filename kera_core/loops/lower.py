@@ -140,7 +140,7 @@ ELEMENTWISE_BINARY = {
 ELEMENTWISE_UNARY = (
     *("neg", "not", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "cast"),
     *("floor", "ceil", "trunc", "round", "round_half_away"),
-    *("exp2", "log2", "expm1", "log1p", "sin", "cos", "tan"),
+    *("exp2", "log2", "expm1", "log1p", "sin", "cos", "tan", "erf", "erfc"),
 )
 
 
@@ -236,7 +236,7 @@ def ref_leaves(v) -> list:
 
 
 # Elementwise operations of more than one operand besides ELEMENTWISE_BINARY's.
-_OTHER_ELEMENTWISE = ("fma", "select", "where", "copysign", "hypot")
+_OTHER_ELEMENTWISE = ("fma", "select", "where", "copysign", "hypot", "atan2", "pow")
 
 # Consumers that read a fused operand element by element; any other materialises it.
 _READS_LAZILY = (
@@ -246,6 +246,8 @@ _READS_LAZILY = (
         "fma",
         "copysign",
         "hypot",
+        "atan2",
+        "pow",
         "sum",
         "mean",
         "dot",
@@ -1683,6 +1685,8 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "fma",
     "copysign",
     "hypot",
+    "atan2",
+    "pow",
     "range",
     "range_rev",
     "full",

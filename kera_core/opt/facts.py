@@ -54,7 +54,8 @@ NEVER_FAIL = frozenset(
         "set_field", "range", "range_rev", "print", "move_to", "copy_to", "transpose", "broadcast_to",
         "outer", "stack", "where", "clone", "arange", "linspace", "floor", "ceil", "trunc",
         "round", "round_half_away", "copysign", "exp2", "log2", "expm1", "log1p",
-        "hypot", "sin", "cos", "tan",
+        "hypot", "sin", "cos", "tan", "atan2", "pow", "erf",
+        "erfc",
     }
 )  # fmt: skip
 EFFECTS = frozenset({"print", "move_to", "copy_to"})

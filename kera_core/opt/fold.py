@@ -35,7 +35,7 @@ FOLDABLE = frozenset(
         "shl", "shr", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "neg", "not",
         "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "fma", "cast", "select", "floor",
         "ceil", "trunc", "round", "round_half_away", "copysign", "exp2", "log2", "expm1",
-        "log1p", "hypot", "sin", "cos", "tan",
+        "log1p", "hypot", "sin", "cos", "tan", "atan2", "pow", "erf", "erfc",
     }
 )  # fmt: skip
 

@@ -44,7 +44,9 @@ BUILTINS: dict[str, tuple[int, str]] = {
     **{n: (1, "unary") for n in ("floor", "ceil", "trunc", "round", "round_half_away")},
     # the elementary functions of docs/semantics.md §6.9: floats only, elementwise
     **{n: (1, "unary") for n in ("exp2", "log2", "expm1", "log1p", "sin", "cos", "tan")},
+    **{n: (1, "unary") for n in ("erf", "erfc")},
     **{n: (2, "elementwise") for n in ("minimum", "maximum", "copysign", "hypot")},
+    **{n: (2, "elementwise") for n in ("atan2", "pow")},
     "fma": (3, "elementwise"),
     **{n: (1, "reduce") for n in ("sum", "max", "min", "mean", "argmax", "argmin")},
     **{n: (2, "pair") for n in ("dot", "matmul", "conv1d")},
