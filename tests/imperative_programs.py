@@ -15,7 +15,9 @@ once or twice, reductions (`sum`/`mean`/`dot`/`max`/`min`) inside and outside lo
 structs (scalar fields and a nested struct) rebuilt or field-updated each iteration,
 scalar accumulators, tuples (built, read with `.0`/`.1`, taken apart by `let` patterns with
 `mut` and `_`, nested, and returned by functions whose callers destructure them), calls to
-earlier functions (by `&` and `&mut`), early exits
+earlier functions (by `&` and `&mut`, a `&mut` parameter passed on by name), borrows held
+in variables (`let r = &mut y;` written and passed through while `y` goes unnamed,
+`let v = &y;` read), `swap` of two tensors (owned or `&mut`) or two scalars, early exits
 (`break`, `continue`, `return` inside loops), `while` conditions that read carried
 values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
 shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
@@ -283,6 +285,10 @@ class Gen:
         callees = [f for f in self.fns if env.loop_depth == 0 or not f["rounds"]]
         if callees:
             kinds += ["call"]
+        if env.mut_tensors or env.ref_mut:
+            kinds += ["ref_var"]
+        if len(env.mut_tensors + env.ref_mut) >= 2 or len(env.mut_scalars) >= 2:
+            kinds += ["swap", "swap"]
         kind = self.choice(kinds)
         if kind == "let_tensor":
             y = self.fresh("y")
@@ -479,7 +485,8 @@ class Gen:
                 args = [a_ if w not in _names(a_) else "x" for a_ in args[:2]]
                 sc = self.scalar(env, 1)
                 args.append(sc if w not in _names(sc) else "a")
-                args.append(f"&mut {w}")
+                # a `&mut` parameter or reference variable is passed on by name, or reborrowed
+                args.append(w if w in env.ref_mut and self.d(st.booleans()) else f"&mut {w}")
             v = self.fresh("c")
             call = f"{f['name']}({', '.join(args)})"
             if f["ret"] == "tensor":
@@ -500,6 +507,10 @@ class Gen:
                 return [f"let {v} = {call};"]
             env.scalars.append(v)
             return [f"let {v}: {t} = {call};"]
+        if kind == "swap":
+            return self.swap(env)
+        if kind == "ref_var":
+            return self.ref_var(env, budget)
         raise AssertionError(kind)
 
     def element_loop(self, env: Env, budget: int) -> list[str]:
@@ -523,6 +534,75 @@ class Gen:
         )
         body = self.block(body_env, budget)
         return [f"for {v} in {it} {{", *_ind(body), "}"]
+
+    def mut_arg(self, env: Env, name: str) -> str:
+        """`name` where `&mut` is wanted: `&mut name`, or a `&mut` borrow passed on as it is."""
+        return name if name in env.ref_mut and self.d(st.booleans()) else f"&mut {name}"
+
+    def swap(self, env: Env) -> list[str]:
+        """`swap(&mut a, &mut b)` of two distinct tensors (owned or `&mut`) or scalars."""
+        tensors = env.mut_tensors + env.ref_mut
+        pool = tensors if len(tensors) >= 2 and self.d(st.booleans()) else env.mut_scalars
+        if len(pool) < 2:
+            pool = tensors
+        a = self.choice(pool)
+        b = self.choice([v for v in pool if v != a])
+        return [f"swap({self.mut_arg(env, a)}, {self.mut_arg(env, b)});"]
+
+    def ref_var(self, env: Env, budget: int) -> list[str]:
+        """A borrow in a variable, used at once and then dead (non-lexical): `let r = &mut y;`
+        and writes or calls through `r` — `y` itself unnamed meanwhile — or `let v = &y;`
+        read by reductions."""
+        y = self.choice(env.mut_tensors + env.ref_mut)
+        t = self.t
+        if self.d(st.integers(0, 2)) == 0:
+            v = self.fresh("v")
+            ty = f": &{t}[N]" if self.d(st.booleans()) else ""
+            use = self.choice([f"sum({v})", f"dot({v}, x)", f"dot(x, &{v})"])
+            return [f"let {v}{ty} = &{y};", f"acc = acc + {use};"]
+        r = self.fresh("r")
+        ty = f": &mut {t}[N]" if self.d(st.booleans()) else ""
+        inner = env.child(
+            tensors=[n for n in env.tensors if n != y] + [r],
+            mut_tensors=[n for n in env.mut_tensors if n != y],
+            ref_mut=[n for n in env.ref_mut if n != y] + [r],
+        )
+        out = [f"let {r}{ty} = &mut {y};"]
+        kinds = ["assign_tensor", "call"] + (["update", "update"] if env.indices else [])
+        for _ in range(self.d(st.integers(1, 2))):
+            k = self.choice(kinds)
+            if k == "call":
+                callees = [
+                    f for f in self.fns if f["mut"] and (env.loop_depth == 0 or not f["rounds"])
+                ]
+                if not callees:
+                    k = "assign_tensor"
+                else:
+                    f = self.choice(callees)
+                    arg = r if self.d(st.booleans()) else f"&mut {r}"
+                    c = self.fresh("c")
+                    call = f"{f['name']}(x, z, {self.scalar(inner, 1)}, {arg})"
+                    if f["ret"] == "tensor":
+                        out.append(f"let {c}: {t}[N] = {call};")
+                        env.tensors.append(c)
+                    elif f["ret"] == "struct":
+                        out.append(f"let mut {c}: S = {call};")
+                        env.structs.append(c)
+                    elif f["ret"] == "tuple":  # `({t}, (i64, {t}))`
+                        out.append(f"let {c}: ({t}, (i64, {t})) = {call};")
+                        env.scalars += [f"{c}.0", f"({c}.1).1"]
+                    else:
+                        out.append(f"let {c}: {t} = {call};")
+                        env.scalars.append(c)
+                    continue
+            if k == "update":
+                op = self.choice(["=", "+=", "-="])
+                out.append(f"{r}[{self.choice(env.indices)}] {op} {self.scalar(inner, 2)};")
+            else:
+                op = self.choice(["=", "+=", "*="])
+                e = self.owned(inner, 2) if op == "=" else self.tensor(inner, 2)
+                out.append(f"{r} {op} {e};")
+        return out
 
     def lanes_loop(self, env: Env) -> list[str]:
         """`for i in lo..N { y[i] = f(x[i], y[i], a); … }`: the optimizer's `lanes` shape."""

@@ -21,6 +21,8 @@ OK = [
     ("pub fn f(a: f64) -> f64 { let s = 0.5; s * a }", "f64"),
     ("pub fn f(a: f32) -> f64 { let s = 0.5; let t = s * 2.0; t }", "f64"),  # no typed use
     ("pub fn f(a: f32) -> f32 { let s = 0.5; let t = s * 2.0f32; t + a }", "f32"),
+    # `swap` gives both variables one type (docs/language.md §9)
+    ("pub fn f(a: f32) -> f32 { let mut b = a; let mut s = 0.5; swap(&mut s, &mut b); s }", "f32"),
 ]
 
 

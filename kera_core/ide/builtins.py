@@ -217,6 +217,13 @@ _INFO = [
         "transfer",
     ),
     _b("print", ("x",), "()", "writes a string literal, scalar or host tensor", "io"),
+    _b(
+        "swap",
+        ("a: &mut T", "b: &mut T"),
+        "()",
+        "exchanges the values of two variables of one type (tensors of one shape, or scalars);"
+        " nothing is copied in the graph",
+    ),
 ]
 
 INFO: dict[str, BuiltinInfo] = {b.name: b for b in _INFO if b.name in BUILTINS}

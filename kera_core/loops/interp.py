@@ -22,6 +22,7 @@ from kera_core.loops.ir import (
     Call,
     Check,
     Copy,
+    Exchange,
     Free,
     If,
     Imm,
@@ -172,6 +173,13 @@ class Interpreter:
                 if s.dst.role == "param" and not s.dst.mutable:
                     raise LoopProgramError(f"copy into the read-only parameter {s.dst!r}")
                 dst[a : a + n] = src[b : b + n].copy()
+            elif t is Exchange:
+                a, b = self.buf(s.a, bufs), self.buf(s.b, bufs)
+                if a.dtype != b.dtype or a.shape != b.shape:
+                    raise LoopProgramError(f"exchange of unlike buffers {s.a!r} and {s.b!r}")
+                if {s.a.role, s.b.role} - {"temp", "result"}:
+                    raise LoopProgramError(f"exchange of a non-temporary {s.a!r} or {s.b!r}")
+                bufs[s.a.id], bufs[s.b.id] = b, a
             elif t is Call:
                 args = []
                 for a in s.args:

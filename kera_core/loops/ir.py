@@ -188,6 +188,17 @@ class Copy:
 
 
 @dataclass(eq=False, slots=True)
+class Exchange:
+    """``a`` and ``b`` trade their memory: afterwards ``a`` names what ``b`` named and the
+    reverse — O(1), no element moves (a handle exchange). Both are ``temp`` buffers of this
+    function with one element type, size and space; made only for a target with
+    ``buffer_handles`` (loops/target.py), for a loop's carried buffers that trade places."""
+
+    a: Buf
+    b: Buf
+
+
+@dataclass(eq=False, slots=True)
 class Call:
     """Call ``fn`` with scalars and buffers; scalar results land in ``results`` (Vars), result
     buffers are the callee's allocations, bound to the ``results`` Bufs."""
@@ -208,7 +219,7 @@ class Print:
     offset: Operand | None = None  # where a buffer's elements start
 
 
-Stmt = Op | Load | Store | Loop | While | If | Check | Alloc | Free | Copy | Call | Print
+Stmt = Op | Load | Store | Loop | While | If | Check | Alloc | Free | Copy | Exchange | Call | Print
 
 
 @dataclass(eq=False)
@@ -364,6 +375,8 @@ def _block(stmts: list, depth: int, out: list[str]) -> None:
                 f"{pad}copy {s.dst!r}[{_opnd(s.dst_at)}..] = {s.src!r}[{_opnd(s.src_at)}..] "
                 f"x {_opnd(s.count)}"
             )
+        elif t is Exchange:
+            out.append(f"{pad}exchange {s.a!r}, {s.b!r}")
         elif t is Call:
             res = ", ".join(repr(r) for r in s.results)
             args = ", ".join(repr(a) for a in s.args)

@@ -46,6 +46,7 @@ from kera_core.loops.ir import (
     Check,
     Copy,
     DimSize,
+    Exchange,
     Free,
     If,
     Imm,
@@ -361,17 +362,22 @@ class _FnLowering:
         self.frames.append(frame)  # the results are planned in the body's frame
         results = []
         shapes = []
+        pending: list = []  # every `&mut` parameter's write-back, at once (`swap(a, b)`)
+        written = {
+            id(leaf) for kind, i in fn.outputs if kind == "param" for leaf in leaves(params[i])
+        }
         for (kind, i), y in zip(fn.outputs, ys, strict=True):
             if kind == "param":
                 target = params[i]
-                self.write_back(y, target, frame)
+                pending += self.write_back(y, target)
                 out = target
             else:
-                out = self.as_result(y, frame)
+                out = self.as_result(y, frame, written)
             flat = leaves(out)
             results.append([x.buf if isinstance(x, TVal) else x for x in flat])
             declared = strip_ref(fn.type.result if kind == "result" else fn.type.params[i])
             shapes.append([self.host_shape(declared) if isinstance(x, TVal) else () for x in flat])
+        self.parallel_assign(pending)
         self.free_rest(frame, keep={x.id for g in results for x in g if isinstance(x, Buf)})
         self.frames.pop()
         body = self.e.stmts
@@ -387,9 +393,10 @@ class _FnLowering:
             fn.name, self.dims, flat_params, dim_stmts + pro + body, results, shapes, fn.exported
         )
 
-    def as_result(self, y, frame: _Frame):
+    def as_result(self, y, frame: _Frame, written: set):
         """A result value the caller will own: the function's own whole temporaries as they
-        are, anything else (a parameter, a view, a shared buffer) copied out."""
+        are, anything else (a parameter, a view, a shared buffer) copied out — and a scalar
+        that a `&mut` parameter's write-back (``written``: ids of its Vars) will change."""
         out = []
         for leaf in leaves(y):
             if isinstance(leaf, TVal):
@@ -400,7 +407,7 @@ class _FnLowering:
                     out.append(leaf)
                 else:
                     out.append(self.copy_new(leaf, role="result"))
-            elif isinstance(leaf, Imm):
+            elif isinstance(leaf, Imm) or (isinstance(leaf, Var) and id(leaf) in written):
                 v = self.e.var(leaf.type)
                 self.e.assign(v, leaf)
                 out.append(v)
@@ -408,8 +415,9 @@ class _FnLowering:
                 out.append(leaf)
         return rebuild(y, out)
 
-    def write_back(self, y, target, frame: _Frame) -> None:
-        """The final value of a `&mut` parameter ends in the parameter's own storage."""
+    def write_back(self, y, target) -> list:
+        """The final value of a `&mut` parameter ends in the parameter's own storage: the
+        (source, target) pairs still to assign."""
         ys, ts = leaves(y), leaves(target)
         pending = []
         for yl, tl in zip(ys, ts, strict=True):
@@ -420,25 +428,36 @@ class _FnLowering:
             elif isinstance(tl, Var):
                 if yl is not tl:
                     pending.append((yl, tl))
-        self.parallel_assign(pending)
+        return pending
 
     def parallel_assign(self, pending: list) -> None:
-        """Assign each (source, target) pair as if all at once (a swap works)."""
-        targets = {id(t.buf) for _, t in pending if isinstance(t, TVal)}
-        tvars = {id(t) for _, t in pending if isinstance(t, Var)}
-        staged = []
+        """Assign each (source, target) pair as if all at once (a swap works): a pair runs
+        once no other pending pair still reads its target; a cycle (`swap(&mut a, &mut b)`
+        in a loop) stages one source in a temporary, which is freed here."""
+
+        def key(x) -> int:
+            return id(x.buf) if isinstance(x, TVal) else id(x)
+
+        left = list(pending)
         temps = []
-        for src, tgt in pending:
-            if isinstance(src, TVal) and id(src.buf) in targets:
-                tmp = self.copy_new(src)
-                temps.append(tmp.buf)
-                src = tmp
-            elif isinstance(src, Var) and id(src) in tvars:
-                v = self.e.var(src.type)
-                self.e.assign(v, src)
-                src = v
-            staged.append((src, tgt))
-        for src, tgt in staged:
+        while left:
+            reads = {key(src) for src, _ in left}
+            ready = next((p for p in left if key(p[1]) not in reads), None)
+            if ready is None:  # a cycle: stage one source that another pair overwrites
+                targets = {key(t) for _, t in left}
+                i = next(k for k, (src, _) in enumerate(left) if key(src) in targets)
+                src, tgt = left[i]
+                if isinstance(src, TVal):
+                    staged = self.copy_new(src)
+                    self.frames[-1].freeable.discard(staged.buf.id)  # freed below, not there
+                    temps.append(staged.buf)
+                else:
+                    staged = self.e.var(src.type)
+                    self.e.assign(staged, src)
+                left[i] = (staged, tgt)
+                continue
+            left.remove(ready)
+            src, tgt = ready
             if isinstance(tgt, TVal):
                 n = self.size(tgt.shape)
                 self.e.emit(Copy(tgt.buf, tgt.offset, src.buf, src.offset, n))
@@ -1364,7 +1383,12 @@ class _FnLowering:
                     pending.append((yl, sl))
                 elif isinstance(sl, Var) and yl is not sl:
                     pending.append((yl, sl))
-        self.parallel_assign(pending)
+        exchanges = self.exchanges(pending) if self.owner.target.buffer_handles else []
+        done = {id(p) for cycle in exchanges for p in cycle}
+        self.parallel_assign([p for p in pending if id(p) not in done])
+        for cycle in exchanges:  # slot k takes slot k+1's buffer: k - 1 handle exchanges
+            for (_, s1), (_, s2) in zip(cycle, cycle[1:], strict=False):
+                self.e.emit(Exchange(s1.buf, s2.buf))
         keep = {leaf.buf.id for s in slots for leaf in leaves(s) if isinstance(leaf, TVal)}
         self.free_rest(body, keep)
 
@@ -1406,6 +1430,47 @@ class _FnLowering:
         count = e.op("convert", e.op("add", w.last, imm("u64", 1)), to="i64")
         count = e.op("select", long, imm("i64", (1 << 63) - 1), count)
         return e.op("select", w.empty, imm("i64", 0), count)
+
+    def exchanges(self, pending: list) -> list[list]:
+        """The cycles among ``pending`` (source, slot) pairs in which every slot's new value
+        is another slot's whole buffer (`swap(&mut a, &mut b)` of carried tensors): each
+        becomes handle exchanges instead of copies. A cycle qualifies when its buffers are
+        this function's temporaries (a parameter's memory is its caller's) and no other
+        pending pair reads them. Each cycle is listed in order: pair k's slot receives
+        pair k+1's slot buffer."""
+        by_slot = {}
+        for p in pending:
+            src, slot = p
+            if (
+                isinstance(slot, TVal)
+                and isinstance(src, TVal)
+                and slot.whole
+                and src.whole
+                and src.buf is not slot.buf
+                and slot.buf.role == "temp"
+                and src.buf.role == "temp"
+                and src.buf.elem == slot.buf.elem
+                and src.buf.space == slot.buf.space
+            ):
+                by_slot[id(slot.buf)] = p
+        cycles = []
+        seen: set = set()
+        for start in list(by_slot):
+            if start in seen:
+                continue
+            cycle, at = [], start
+            while at in by_slot and at not in seen and not any(id(p[1].buf) == at for p in cycle):
+                cycle.append(by_slot[at])
+                at = id(by_slot[at][0].buf)
+            seen.update(id(p[1].buf) for p in cycle)
+            if at != start or len(cycle) < 2:
+                continue
+            bufs = {id(p[1].buf) for p in cycle}
+            others = [p for p in pending if not any(p is q for q in cycle)]
+            if any(isinstance(src, TVal) and id(src.buf) in bufs for src, _ in others):
+                continue
+            cycles.append(cycle)
+        return cycles
 
     def for_(self, n: Node, ins: list, dying: list) -> list:
         e = self.e
@@ -1649,7 +1714,10 @@ class _FnLowering:
         for o in outs:
             for leaf in leaves(o):
                 if isinstance(leaf, TVal):
-                    frame.freeable.add(leaf.buf.id)
+                    # a `&mut` parameter passed on comes back in the caller's memory: never
+                    # freed here, even when the call's new value of it is never read
+                    if leaf.buf.role != "param":
+                        frame.freeable.add(leaf.buf.id)
                     frame.bufs[leaf.buf.id] = leaf.buf
         return ([None] if effects else []) + outs
 

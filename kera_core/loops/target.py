@@ -28,11 +28,19 @@ class LoweringTarget:
     (a GPU's device memory, page-locked or managed host memory): a buffer is allocated in
     its value's space and `move_to`/`copy_to` copy between spaces. Otherwise every space is
     the same memory and a transfer only renames the value.
+
+    ``buffer_handles``: a buffer is reached through a handle (an address in a register or
+    local) that can be exchanged with another's: a loop whose iteration ends with two or more
+    of its carried buffers trading places (`swap(&mut a, &mut b)`) exchanges the handles
+    (:class:`~kera_core.loops.ir.Exchange`, O(1)) instead of copying elements. Otherwise
+    (fixed memories: a circuit's RAMs; a GPU kernel's buffers) the elements are copied.
     """
 
     many_threads: bool = False
     distinct_spaces: bool = False
+    buffer_handles: bool = True
 
 
 CPU = LoweringTarget()
-GRID = LoweringTarget(many_threads=True, distinct_spaces=True)
+GRID = LoweringTarget(many_threads=True, distinct_spaces=True, buffer_handles=False)
+FIXED_MEMORIES = LoweringTarget(buffer_handles=False)

@@ -76,7 +76,18 @@ class Binding:
     val: Val
     mutable: bool
     span: Span
-    kind: str = "local"  # local | param | loop
+    kind: str = "local"  # local | param | loop | dim
+    # `let r = &mut y;`: ``r`` names ``y`` itself (no value of its own): reads, writes and
+    # `&mut` uses of ``r`` resolve to the variable named ``alias`` (docs/language.md §9)
+    alias: str | None = None
+    # the binding is a `&mut` parameter (or resolves to one): it may be passed on where a
+    # `&T` or `&mut T` is expected without writing `&`/`&mut`
+    mutref: bool = False
+
+    @property
+    def reborrowable(self) -> bool:
+        """Passed by name where a borrow is wanted: a `&mut` parameter or reference variable."""
+        return self.mutref or self.alias is not None
 
 
 @dataclass

@@ -44,6 +44,7 @@ from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
 from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
+from kera_core.sema.lower_refs import References, unparen
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -111,26 +112,60 @@ def _is_untyped_literal(e: ast.Expr | None) -> bool:
     return tok.kind in (K.INT, K.FLOAT) and literals.split_suffix(tok.text)[1] is None
 
 
-def _own_target(n) -> str | None:
-    """The variable an assignment or `&mut x` node itself changes."""
+_NONE: tuple = ()
+
+
+def _swap_operands(call: ast.CallExpr) -> tuple[ast.Expr, ast.Expr] | None:
+    """The two variables of `swap(&mut a, &mut b)` (or of `swap(a, b)`), else None."""
+    callee = call.callee
+    if not isinstance(callee, ast.PathExpr) or callee.name_text != "swap" or len(call.args) != 2:
+        return None
+    a, b = (x.operand if isinstance(x, ast.RefExpr) else x for x in call.args)
+    return a, b  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class CallArg:
+    """A bare name passed to a call (`f(r)`, `swap(a, b)`): the call changes the variable
+    the name denotes when the parameter is `&mut` (a `&mut` parameter or reference variable
+    passed on) — which only the callee's signature tells, so :meth:`FnLowering.carried_names`
+    decides."""
+
+    callee: str
+    index: int
+    name: str
+
+
+def _own_targets(n) -> tuple:
+    """The variables an assignment or `&mut x` node itself changes, and the bare names a
+    call passes (:class:`CallArg`)."""
     target = None
     if n.kind == K.ASSIGN_EXPR:
         target = ast.AssignExpr(n).lhs
     elif n.kind == K.REF_EXPR and ast.RefExpr(n).is_mut:
         target = ast.RefExpr(n).operand
+    elif n.kind == K.CALL_EXPR:
+        call = ast.CallExpr(n)
+        callee = call.callee
+        if not isinstance(callee, ast.PathExpr) or callee.name is None:
+            return _NONE
+        out = []
+        for i, arg in enumerate(call.args):
+            while isinstance(arg, ast.ParenExpr):
+                arg = arg.inner
+            if isinstance(arg, ast.PathExpr) and arg.name is not None:
+                out.append(CallArg(callee.name.text, i, arg.name.text))
+        return tuple(out)
     while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
         target = target.inner if isinstance(target, ast.ParenExpr) else target.base
     if isinstance(target, ast.PathExpr):
-        return target.name_text
-    return None
+        return (target.name_text,)
+    return _NONE
 
 
-_NONE: tuple[str, ...] = ()
-
-
-def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...]:
+def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple:
     """Variables a region may change: assignment targets and `&mut x` arguments, in
-    source order (first occurrence).
+    source order (first occurrence), and the bare names passed to calls (:class:`CallArg`).
 
     Iterative, and linear over a whole function with ``memo`` (keyed by green node:
     the answer depends only on a subtree's text), so nested regions — an `else if`
@@ -153,8 +188,7 @@ def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...
                 if c.green.kinds_below() & _CHANGERS and id(c.green) not in memo
             )
             continue
-        own = _own_target(n)
-        names: tuple[str, ...] = (own,) if own is not None else _NONE
+        names = _own_targets(n)
         for c in n.children():
             if not c.green.kinds_below() & _CHANGERS:
                 continue
@@ -169,7 +203,8 @@ def assigned_names(node, memo: dict[int, tuple] | None = None) -> tuple[str, ...
     return memo[id(node.green)][1]
 
 
-_CHANGERS = (1 << K.ASSIGN_EXPR) | (1 << K.REF_EXPR)  # the nodes `_own_target` looks at
+# the nodes `_own_targets` looks at
+_CHANGERS = (1 << K.ASSIGN_EXPR) | (1 << K.REF_EXPR) | (1 << K.CALL_EXPR)
 
 # Constant and parameter nodes by what they are made of: a node is a pure function of its
 # contents (never changed once made), and these recur on every line of every function.
@@ -184,8 +219,9 @@ def _leaf(key: tuple, node: Node) -> Node:
     return node
 
 
-class FnLowering(ControlFlow, Calls, Exits):
-    """Lowers one function; assignment/control flow and calls come from the mixins."""
+class FnLowering(ControlFlow, Calls, Exits, References):
+    """Lowers one function; assignment/control flow, calls and reference variables come
+    from the mixins."""
 
     def __init__(self, env: ModuleEnv, sig: FnSig, callee_hashes: dict[str, Function]) -> None:
         self.env = env
@@ -254,6 +290,32 @@ class FnLowering(ControlFlow, Calls, Exits):
 
     # --- frames ------------------------------------------------------------------------
     def lookup(self, name: str, frame: Frame | None = None) -> Binding | None:
+        """The binding ``name`` denotes here; a reference variable (`let r = &mut y;`)
+        resolves to its variable's current value, under its own name and declaration."""
+        b = self._find(name, frame)
+        if b is None or b.alias is None:
+            return b
+        t = self.lookup(b.alias, frame)
+        if t is None:
+            return None
+        return Binding(b.name, t.val, t.mutable, b.span, b.kind, b.alias, True)
+
+    def alias_target(self, name: str) -> str:
+        """The variable ``name`` denotes: itself, or what the reference variable borrows."""
+        b = self.peek_binding(name)
+        return b.alias if b is not None and b.alias is not None else name
+
+    def peek_binding(self, name: str) -> Binding | None:
+        """The binding ``name`` denotes, as it is (no capture made, no alias resolved)."""
+        f = self.frame
+        while f is not None:
+            b = f.lookup_local(name)
+            if b is not None:
+                return b
+            f = f.parent
+        return None
+
+    def _find(self, name: str, frame: Frame | None = None) -> Binding | None:
         frame = frame or self.frame
         assert frame is not None
         b = frame.lookup_local(name)
@@ -262,7 +324,7 @@ class FnLowering(ControlFlow, Calls, Exits):
         b = frame.captured.get(name)
         if b is not None:  # outer frames do not change while this one is being lowered
             return b
-        outer = self.lookup(name, frame.parent)
+        outer = self._find(name, frame.parent)
         if outer is None or outer.val.value is None:
             return outer
         idx = frame.captures.get(outer.val.value)
@@ -279,6 +341,7 @@ class FnLowering(ControlFlow, Calls, Exits):
             outer.mutable,
             outer.span,
             outer.kind,
+            mutref=outer.mutref,
         )
         frame.captured[name] = captured
         return captured
@@ -307,7 +370,12 @@ class FnLowering(ControlFlow, Calls, Exits):
             assert outer is not None
             t = f.params[base + i]
             f.scopes[0][name] = Binding(
-                name, Val(self.param(base + i, t), t), outer.mutable, outer.span, outer.kind
+                name,
+                Val(self.param(base + i, t), t),
+                outer.mutable,
+                outer.span,
+                outer.kind,
+                mutref=outer.mutref,
             )
         return f
 
@@ -327,11 +395,30 @@ class FnLowering(ControlFlow, Calls, Exits):
                     names.append(n)
         for sn in syntax_nodes:
             for n in assigned_names(sn, self._assigned):
+                if isinstance(n, CallArg):
+                    if not self.passes_mutably(n):
+                        continue
+                    n = n.name
+                n = self.alias_target(n)  # `r[i] = v` with `let r = &mut y;` changes `y`
+                if n in seen:
+                    continue
                 b = self.lookup(n)
-                if n not in seen and b is not None and b.val.value is not None and b.kind != "dim":
+                if b is not None and b.val.value is not None and b.kind != "dim":
                     seen.add(n)
                     names.append(n)
         return names
+
+    def passes_mutably(self, arg: CallArg) -> bool:
+        """Does the call hand the bare name on as `&mut` (so the call may change it)?"""
+        b = self.peek_binding(arg.name)
+        if b is None or not b.reborrowable:
+            return False
+        sig = self.env.fns.get(arg.callee)
+        if sig is None:
+            return arg.callee == "swap"
+        params = sig.type.params
+        p = params[arg.index] if arg.index < len(params) else None
+        return isinstance(p, Ref) and p.mutable
 
     def finals(self, frame: Frame) -> list[Value]:
         out = []
@@ -352,8 +439,15 @@ class FnLowering(ControlFlow, Calls, Exits):
         for scope in reversed(self.frame.scopes):
             if name in scope:
                 old = scope[name]
-                scope[name] = Binding(name, val, old.mutable, old.span, old.kind)
+                if old.alias is not None:  # a write through `r` changes what it borrows
+                    self._set(old.alias, val)
+                    return
+                scope[name] = Binding(name, val, old.mutable, old.span, old.kind, None, old.mutref)
                 return
+        target = self.alias_target(name)  # a reference variable of an enclosing region
+        if target != name:
+            self._set(target, val)
+            return
         raise AssertionError(f"{name} is not bound in this frame")
 
     # --- the function ----------------------------------------------------------------------
@@ -377,7 +471,9 @@ class FnLowering(ControlFlow, Calls, Exits):
             val = Val(self.param(idx, t), strip_ref(t) if isinstance(t, Ref) and t.mutable else t)
             if name in top.scopes[0]:
                 self.err("K0206", span, f"parameter `{name}` is declared twice")
-            top.scopes[0][name] = Binding(name, val, mutable, span, "param")
+            top.scopes[0][name] = Binding(
+                name, val, mutable, span, "param", mutref=isinstance(t, Ref) and t.mutable
+            )
         dim_params = fn.dim_params if sig.dim_names else []
         for i, name in enumerate(sig.dim_names):
             top.scopes[0].setdefault(
@@ -491,6 +587,14 @@ class FnLowering(ControlFlow, Calls, Exits):
         ref = st.name
         name = ref.text if ref else None
         init = st.init
+        if name is not None and not self.check_shadow(name, ref.span):  # type: ignore[union-attr]
+            self.expr(init, declared)  # its own diagnostics; the name stays an error
+            self.frame.scopes[-1][name] = Binding(name, Val(None, ERR), st.is_mut, ref.span)  # type: ignore[union-attr]
+            return
+        borrow = unparen(init)
+        if isinstance(borrow, ast.RefExpr) and borrow.is_mut:
+            self.let_ref(st, borrow, declared)
+            return
         if init is None:
             self.err("K0315", st.span, "a `let` needs an initial value: `let x = …;`")
             val = ERR_VAL
@@ -589,9 +693,15 @@ class FnLowering(ControlFlow, Calls, Exits):
                     bound = ast.BindPat(n).name  # type: ignore[arg-type]
                     if bound is not None and bound.text == name:
                         return None
-                elif k in (K.ASSIGN_EXPR, K.BIN_EXPR):
-                    e = ast.AssignExpr(n) if k == K.ASSIGN_EXPR else ast.BinExpr(n)  # type: ignore[arg-type]
-                    lhs, rhs = e.lhs, e.rhs
+                elif k in (K.ASSIGN_EXPR, K.BIN_EXPR, K.CALL_EXPR):
+                    if k == K.CALL_EXPR:  # `swap(&mut s, &mut t)`: one type for both
+                        pair = _swap_operands(ast.CallExpr(n))  # type: ignore[arg-type]
+                        if pair is None:
+                            continue
+                        lhs, rhs = pair
+                    else:
+                        e = ast.AssignExpr(n) if k == K.ASSIGN_EXPR else ast.BinExpr(n)  # type: ignore[arg-type]
+                        lhs, rhs = e.lhs, e.rhs
                     for mine, other in ((lhs, rhs), (rhs, lhs)):
                         if (
                             isinstance(mine, ast.PathExpr)
@@ -908,7 +1018,12 @@ class FnLowering(ControlFlow, Calls, Exits):
 
     def e_RefExpr(self, e: ast.RefExpr, expected):
         if e.is_mut:
-            return self.err("K0315", e.span, "`&mut x` is only allowed as a call argument")
+            return self.err(
+                "K0315",
+                e.span,
+                "`&mut x` is only allowed as a call argument or as the value of a `let`"
+                " (`let r = &mut x;`)",
+            )
         v = self.expr(e.operand, strip_ref(expected) if expected is not None else None)
         if v.is_err or v.value is None:
             return v

@@ -67,6 +67,7 @@ BUILTINS: dict[str, tuple[int, str]] = {
     "move_to": (2, "transfer"),
     "copy_to": (2, "transfer"),
     "print": (1, "print"),
+    "swap": (2, "swap"),  # lowered by sema/lower_refs.py: no node, two variables rebound
 }
 # the methods a range has (language.md §6.9), with the form to write for a tensor instead
 RANGE_METHODS = {"rev": "0..N).rev(", "step_by": "0..N).step_by(k"}
@@ -115,6 +116,8 @@ class Calls:
         if name in self.env.fns:
             self.uses.append(Use(ref.span, "fn", name=name))
             return self.user_call(e, self.env.fns[name], expected)
+        if name == "swap":
+            return self.swap_call(e)
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
         cands = [*self.env.fns, *BUILTINS]
@@ -218,14 +221,19 @@ class Calls:
         for i in order:
             pt, arg = params[i], args[i]
             if isinstance(pt, Ref) and pt.mutable:
-                v = self._mut_arg(arg, sig, i)
+                v, target = self.mut_borrow(
+                    arg,
+                    f"parameter `{sig.param_names[i]}` of `{sig.name}` is `&mut`: pass `&mut x`",
+                )
                 if v.is_err:
                     ok = False
                     continue
-                mut_targets.append(arg.operand.name.text)  # type: ignore[union-attr]
+                mut_targets.append(target)  # type: ignore[arg-type]
             else:
-                want = substitute(self._bound_types(pt, binding), binding)  # type: ignore[arg-type]
-                v = self.expr(arg, None if has_type_params(want) else want)
+                v = self.shared_reborrow(arg) if isinstance(pt, Ref) else None
+                if v is None:
+                    want = substitute(self._bound_types(pt, binding), binding)  # type: ignore[arg-type]
+                    v = self.expr(arg, None if has_type_params(want) else want)
                 if v.is_err:
                     ok = False
                     continue
@@ -324,44 +332,6 @@ class Calls:
 
     def _set_anywhere(self, name: str, val: Val) -> None:
         self._set(name, val)
-
-    def _mut_arg(self, arg: ast.Expr, sig: FnSig, i: int) -> Val:
-        pname = sig.param_names[i]
-        if not (isinstance(arg, ast.RefExpr) and arg.is_mut):
-            fix = Fix(
-                "pass a mutable borrow", (Edit(Span(arg.span.start, arg.span.start), "&mut "),)
-            )
-            return self.err(
-                "K0301",
-                arg.span,
-                f"parameter `{pname}` of `{sig.name}` is `&mut`: pass `&mut x`",
-                fix=fix,
-            )
-        target = arg.operand
-        if not isinstance(target, ast.PathExpr) or target.name is None:
-            return self.err("K0311", arg.span, "`&mut` needs a variable: `&mut x`")
-        b = self.lookup(target.name.text)
-        if b is None:
-            return self.expr(target, None)
-        self.uses.append(Use(target.name.span, b.kind, b.span, b.name))
-        if not b.mutable:
-            fix = Fix(f"make `{b.name}` mutable", (Edit(Span(b.span.start, b.span.start), "mut "),))
-            return self.err(
-                "K0405",
-                target.span,
-                f"cannot borrow `{b.name}` as mutable: it is not declared `mut`",
-                fix=fix,
-            )
-        if b.val.is_err:
-            return b.val
-        if isinstance(b.val.type, Ref) and not b.val.type.mutable:
-            return self.err(
-                "K0405",
-                arg.span,
-                f"cannot borrow `{b.name}` as mutable: it is a shared borrow",
-                related=(Related(b.span, f"`{b.name}` is declared here"),),
-            )
-        return Val(b.val.value, Ref(strip_ref(b.val.type), True))
 
     def unify(self, pt: Type, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int) -> bool:
         """Match an argument type against a parameter type, binding symbolic dimensions."""

@@ -265,6 +265,8 @@ class ControlFlow:
             return ERR_VAL
         var = e.var.text if e.var else "_"
         var_span = e.var.span if e.var else e.span
+        if e.var is not None:
+            self.check_shadow(var, e.var.span)
         exits = self._begin_loop(e.body.syntax, e.span)
         names = [n for n in self.carried_names([e.body.syntax]) if n != var]
         outer = self.frame

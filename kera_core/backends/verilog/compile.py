@@ -35,6 +35,7 @@ from kera_core.ir.graph import Graph
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Buf, LFunction, Var
 from kera_core.loops.lower import program_of
+from kera_core.loops.target import FIXED_MEMORIES
 
 from . import datapath as D
 from .float_units import SOURCES, UNITS
@@ -86,7 +87,7 @@ def compiled(graph: Graph, fn: str) -> Design:
     if got is not None:
         _CACHE.move_to_end(key)
         return got
-    prog = program_of(graph, fn)
+    prog = program_of(graph, fn, FIXED_MEMORIES)  # a circuit's RAMs cannot trade places
     design = build(prog.functions[fn])
     _CACHE[key] = design
     while len(_CACHE) > CACHE_SIZE:

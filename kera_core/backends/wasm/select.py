@@ -246,6 +246,9 @@ class FunctionSelector:
             dst = self.address(s.dst, s.dst_at)
             src = self.address(s.src, s.src_at)
             self.emit(f"(memory.copy {dst} {src} {count})")
+        elif t is ir.Exchange:  # the two buffers' addresses trade places
+            a, b = self.buf(s.a), self.buf(s.b)
+            self.emit(f"(local.get {a}) (local.get {b}) (local.set {a}) (local.set {b})")
         elif t is ir.Call:
             args = " ".join(self.get(a) for a in s.args)
             self.emit(f"(call {fname(s.fn)} {args})")

@@ -325,6 +325,11 @@ class Selector:
                 self.c_call(CTX_FREE, [self.buf_reg(s.buf)], [], None)
             elif t is ir.Copy:
                 self.copy_stmt(s)
+            elif t is ir.Exchange:  # the two buffers' addresses trade registers
+                a, b, tmp = self.buf_reg(s.a), self.buf_reg(s.b), self.vreg(RegClass.INT)
+                self.copy(tmp, a)
+                self.copy(a, b)
+                self.copy(b, tmp)
             elif t is ir.Call:
                 self.call(s)
             elif t is ir.Print:

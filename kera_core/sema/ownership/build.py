@@ -254,6 +254,10 @@ class Builder:
         ref = st.name
         mut = st.is_mut
         decl = ref.span if ref is not None else st.span
+        borrow = unparen(init)
+        if isinstance(borrow, ast.RefExpr) and borrow.is_mut:
+            self.let_ref(st, borrow, decl, t)
+            return
         v = self.new_var(ref.text if ref else "_", decl, "local", t, mut)
         value = unparen(init)
         dest = Dest(
@@ -265,6 +269,25 @@ class Builder:
         loans = self.expr(init, dest) if init is not None else EMPTY
         if isinstance(t, Ref):
             v.loans = loans
+        self.emit(Event("def", v.id, decl))
+        if ref is not None:
+            self.scopes[-1][v.name] = v
+            self.decls[-1].append(v)
+
+    def let_ref(self, st: ast.LetStmt, borrow: ast.RefExpr, decl: Span, t: Type | None) -> None:
+        """`let r = &mut y;`: ``y`` is mutably borrowed from here to the last use of ``r``
+        (a reborrow `&mut s` of a reference variable ``s`` borrows ``s`` and holds what it
+        holds)."""
+        ref = st.name
+        v = self.new_var(ref.text if ref else "_", decl, "refmut", t, True)
+        target = self.path_var(borrow.operand)
+        if target is not None:
+            self.emit(Event("mutborrow", target.id, borrow.span))
+            if target.kind == "refmut":
+                self.emit(Event("read", target.id, borrow.span))
+                v.loans = target.loans | {Loan(target.id, borrow.span, True)}
+            else:
+                v.loans = frozenset({Loan(target.id, borrow.span, True)})
         self.emit(Event("def", v.id, decl))
         if ref is not None:
             self.scopes[-1][v.name] = v
@@ -308,7 +331,7 @@ class Builder:
             self.emit(Event("move", v.id, e.span, dest=ctx))
             return EMPTY
         if ctx is not None and isinstance(strip_ref(v.type), Tensor):
-            if v.kind == "mutref":
+            if v.kind in ("mutref", "refmut"):
                 self.move_out_of_borrow(e, v, ctx)
             elif ctx.kind == "move_to" and v.is_borrow:
                 self.move_out_of_borrow(e, v, ctx)
@@ -333,13 +356,19 @@ class Builder:
             )
             return
         assert v is not None
+        if v.kind == "refmut":
+            msg = f"cannot move `{v.name}` out of a `&mut` borrow: the borrowed variable owns it"
+            note = f"`{v.name}` is a `&mut` borrow"
+        else:
+            msg = f"cannot move `{v.name}` out of a `&mut` borrow: its caller still owns it"
+            note = f"`{v.name}` is a `&mut` parameter"
         self.report(
             error(
                 "K0408",
                 e.span,
-                f"cannot move `{v.name}` out of a `&mut` borrow: its caller still owns it",
-                related=(Related(v.decl, f"`{v.name}` is a `&mut` parameter"),),
-                fix=self.copy_fix(v.name, v.type, e.span),
+                msg,
+                related=(Related(v.decl, note),),
+                fix=self.copy_fix(v.name, strip_ref(v.type), e.span),
             )
         )
 
@@ -350,6 +379,8 @@ class Builder:
         inner = self.expr(e.operand, None)
         if e.is_mut or root is None:
             return inner  # `&mut` outside a call was rejected by lowering; `&(a + b)`
+        if root.kind == "refmut":  # `&r`: holds what `r` holds, and `r` itself
+            return root.loans | {Loan(root.id, e.span)}
         if root.is_borrow:
             return root.loans  # a reborrow holds what the borrow holds
         if root.is_owner:
@@ -536,6 +567,8 @@ class Builder:
             return EMPTY
         if what == "element" and space_of(root.type) == "device":
             self.device_element(lhs, self.place_base(lhs), "write")
+        if root.kind == "refmut":  # a write through `r` uses `r` (and writes its referent)
+            self.emit(Event("read", root.id, lhs.span))
         if whole and compound:
             self.emit(Event("read", root.id, lhs.span))
             self.emit(Event("write", root.id, e.span, what="compound"))
@@ -579,35 +612,12 @@ class Builder:
         result: set[Loan] = set()
         for i, (pt, arg) in enumerate(zip(params, args, strict=True)):
             if isinstance(pt, Ref) and pt.mutable:
-                v = self.path_var(arg.operand) if isinstance(arg, ast.RefExpr) else None
-                if v is None:
-                    self.expr(arg, None)
-                    continue
-                if v.is_borrow:
-                    self.report(
-                        error(
-                            "K0405",
-                            arg.span,
-                            f"cannot borrow `{v.name}` as mutable: it is a shared borrow",
-                            related=(Related(v.decl, f"`{v.name}` is declared here"),),
-                        )
-                    )
-                    continue
-                if v.id in first_mut:
-                    self.report(
-                        error(
-                            "K0402",
-                            arg.span,
-                            f"cannot borrow `{v.name}` as mutable more than once in one call",
-                            related=(Related(first_mut[v.id], "first borrow here"),),
-                        )
-                    )
-                    continue
-                first_mut[v.id] = arg.span
-                deferred.append((v, arg.span))
-                result.add(Loan(v.id, arg.span))
+                result |= self.mut_arg(arg, first_mut, deferred)
             elif isinstance(pt, Ref):
                 loans = self.expr(arg, None)
+                bare = self.path_var(arg)
+                if bare is not None and bare.kind in ("mutref", "refmut"):
+                    loans = loans | {Loan(bare.id, arg.span)}  # `p` passed on as `&p`
                 if loans:
                     held.append(self.temp(arg.span, loans))
                 result |= loans
@@ -615,12 +625,61 @@ class Builder:
                 moves = isinstance(pt, Tensor)
                 dest = Dest("arg", e.span, sig.name, sig.param_names[i]) if moves else None
                 self.expr(arg, dest)
-        # At the call itself: the `&mut` borrows start, and every borrow is in use.
+        self.at_call(e, deferred, held)
+        return frozenset(result) if isinstance(sig.type.result, Ref) else EMPTY
+
+    def at_call(self, e: ast.CallExpr, deferred: list[tuple[Var, Span]], held: list[Var]) -> None:
+        """At the call itself: the `&mut` borrows start, and every borrow is in use (a
+        reference variable passed on is used here too)."""
         for v, span in deferred:
             self.emit(Event("mutborrow", v.id, span))
+        for v, span in deferred:
+            if v.kind == "refmut":
+                self.emit(Event("read", v.id, span))
         for t in held:
             self.emit(Event("read", t.id, e.span))
-        return frozenset(result) if isinstance(sig.type.result, Ref) else EMPTY
+
+    def mut_arg(
+        self, arg: ast.Expr, first_mut: dict[int, Span], deferred: list[tuple[Var, Span]]
+    ) -> frozenset[Loan]:
+        """An argument for a `&mut` parameter: `&mut x`, or a `&mut` parameter or reference
+        variable passed on by name. Its borrow starts at the call (:meth:`at_call`)."""
+        if isinstance(arg, ast.RefExpr):
+            v = self.path_var(arg.operand)
+        else:
+            v = self.path_var(arg)
+            if v is not None and v.kind not in ("mutref", "refmut"):
+                v = None
+        if v is None:
+            self.expr(arg, None)
+            return EMPTY
+        if v.is_borrow and v.kind != "refmut":
+            self.report(
+                error(
+                    "K0405",
+                    arg.span,
+                    f"cannot borrow `{v.name}` as mutable: it is a shared borrow",
+                    related=(Related(v.decl, f"`{v.name}` is declared here"),),
+                )
+            )
+            return EMPTY
+        if v.id in first_mut:
+            self.report(
+                error(
+                    "K0402",
+                    arg.span,
+                    f"cannot borrow `{v.name}` as mutable more than once in one call",
+                    related=(Related(first_mut[v.id], "first borrow here"),),
+                )
+            )
+            return EMPTY
+        first_mut[v.id] = arg.span
+        deferred.append((v, arg.span))
+        return (
+            v.loans | {Loan(v.id, arg.span)}
+            if v.kind == "refmut"
+            else frozenset({Loan(v.id, arg.span)})
+        )
 
     def builtin_call(self, e: ast.CallExpr, name: str) -> frozenset[Loan]:
         args = e.args
@@ -630,6 +689,13 @@ class Builder:
                 dest = Dest("move_to", e.span, name, callee_span=callee_span)
                 self.expr(args[0], dest if name == "move_to" else None)
             self.reads(args[2:])  # the second argument names a space, not a variable
+            return EMPTY
+        if name == "swap":  # two `&mut` arguments, exchanged at the call
+            first_mut: dict[int, Span] = {}
+            deferred: list[tuple[Var, Span]] = []
+            for a in args:
+                self.mut_arg(a, first_mut, deferred)
+            self.at_call(e, deferred, [])
             return EMPTY
         if name == "print":
             for a in args:

@@ -17,10 +17,13 @@ from kera_core.source import Span
 
 @dataclass(frozen=True)
 class Loan:
-    """A shared borrow of ``owner`` created by the `&…` expression at ``span``."""
+    """A borrow of ``owner`` created by the `&…` (or, ``mutable``, `&mut …`) at ``span``.
+
+    While a holder of a mutable loan is live, ``owner`` may not even be read (§6)."""
 
     owner: int  # Var.id
     span: Span
+    mutable: bool = False
 
 
 @dataclass(eq=False)
@@ -31,6 +34,7 @@ class Var:
     name: str
     decl: Span  # the name where it is bound (or, for a temporary, the argument)
     # local | param (by value) | refparam (`&T`) | mutref (`&mut T`) | loop | dim | tmp
+    # | refmut (`let r = &mut y;`: a reference variable, ``type`` is `&mut T`)
     kind: str
     type: Type | None  # the type the body sees (for `&mut` parameters: the referent)
     mutable: bool = False

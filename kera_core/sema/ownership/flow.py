@@ -6,7 +6,8 @@
   reaches the top of the body through the back edge.
 * **Live borrows** (backward, union at joins): a borrow variable is live from its
   definition to its last use on some path (non-lexical lifetimes). While a borrow of
-  `x` is live, assigning `x` is K0403, `&mut x` is K0402 and moving `x` is K0404.
+  `x` is live, assigning `x` is K0403, `&mut x` is K0402 and moving `x` is K0404; while
+  a `&mut` borrow of `x` (`let r = &mut x;`) is live, any use of `x` is K0402.
 
 Both are classic bit-vector problems over the single-event CFG; sets are frozensets
 of ``(var, node)`` pairs so the diagnostics can name the move or use they came from.
@@ -188,12 +189,17 @@ def _borrows(b: Builder, reach: set[int]) -> list[Diagnostic]:
     events = b.cfg.events
     for node in sorted(reach):
         ev = events[node]
-        if ev.kind not in ("write", "mutborrow", "move") or ev.var not in holders:
+        if ev.kind not in ("write", "mutborrow", "move", "read") or ev.var not in holders:
             continue
         live: dict[int, list[int]] = {}
         for v, use in live_out[node]:
             live.setdefault(v, []).append(use)
-        conflicts = [(loan, h) for h, loan in holders[ev.var] if h.id in live]
+        # a read conflicts only with a live `&mut` borrow (`let r = &mut y;`)
+        conflicts = [
+            (loan, h)
+            for h, loan in holders[ev.var]
+            if h.id in live and (loan.mutable or ev.kind != "read")
+        ]
         if not conflicts:
             continue
         loan, holder = min(conflicts, key=lambda c: (c[0].span.start, c[1].id))
@@ -207,10 +213,18 @@ def _conflict(b: Builder, ev: Event, loan: Loan, holder: Var, use: int) -> Diagn
     use_span = b.cfg.events[use].span
     assert ev.span is not None and use_span is not None
     later = "borrow later used by this call" if holder.kind == "tmp" else "borrow later used here"
-    if ev.kind == "mutborrow":
+    if ev.kind == "mutborrow" and loan.mutable:
+        code = "K0402"
+        msg = f"cannot borrow `{name}` as mutable more than once at a time"
+        first = "first mutable borrow here"
+    elif ev.kind == "mutborrow":
         code = "K0402"
         msg = f"cannot borrow `{name}` as mutable because it is also borrowed as shared"
         first = "first borrow here"
+    elif ev.kind == "read":
+        code = "K0402"
+        msg = f"cannot use `{name}` while it is mutably borrowed"
+        first = f"`{name}` is mutably borrowed here"
     elif ev.kind == "move":
         code = "K0404"
         msg = f"cannot move `{name}` while it is borrowed"

@@ -1,0 +1,202 @@
+"""Reference variables (`let r = &mut y;`), reborrows and `swap`.
+
+A reference variable is an *alias*: it has no value of its own and makes no node. Reading
+`r` reads `y`'s current value, writing through `r` (`r[i] = v`, `r = e`, passing `r` to a
+`&mut` parameter) rebinds `y`, so `let r = &mut y; f(r);` lowers to exactly the graph of
+`f(&mut y);` (docs/graph.md). `swap(&mut a, &mut b)` makes no node either: the two
+variables exchange their values (docs/language.md §9). The ownership checker
+(`sema/ownership/`) enforces that a live `&mut` borrow is the only way to reach `y`.
+"""
+
+from __future__ import annotations
+
+from kera_core.diagnostics import Edit, Fix, Related
+from kera_core.ir.types import UNIT, Ref, Type, strip_ref
+from kera_core.sema.env import Use
+from kera_core.sema.frames import ERR, ERR_VAL, Binding, Val
+from kera_core.source import Span
+from kera_core.syntax import ast
+
+
+def unparen(e: ast.Expr | None) -> ast.Expr | None:
+    while isinstance(e, ast.ParenExpr):
+        e = e.inner
+    return e
+
+
+class References:
+    """Mixin of :class:`kera_core.sema.lower.FnLowering` for borrows held in variables."""
+
+    aliases = 0  # reference variables made so far in this function (0: no shadow checks)
+
+    def note_type(self, e: ast.Expr, t: Type) -> None:
+        """Record ``e``'s type for the checker and the editor, as :meth:`expr` does."""
+        syntax = e.syntax
+        self.expr_types[(syntax.offset, syntax.offset + syntax.green.text_len, syntax.kind)] = t
+
+    def mut_borrow(self, arg: ast.Expr, missing: str, fix_missing: bool = True):
+        """An argument where `&mut T` is wanted: `&mut x`, or — passed on as it is — a `&mut`
+        parameter or reference variable. Returns its value (typed `&mut T`) and the name of
+        the variable the callee changes; ``missing`` is the message when it is neither."""
+        if isinstance(arg, ast.RefExpr) and arg.is_mut:
+            target = arg.operand
+            if not isinstance(target, ast.PathExpr) or target.name is None:
+                return self.err("K0311", arg.span, "`&mut` needs a variable: `&mut x`"), None
+            v = self._mut_variable(target, arg.span)
+            if not v.is_err:
+                self.note_type(arg, v.type)
+            return v, target.name.text
+        bare = unparen(arg)
+        if isinstance(bare, ast.PathExpr) and bare.name is not None:
+            b = self.lookup(bare.name.text)
+            if b is not None and b.reborrowable:
+                self.uses.append(Use(bare.name.span, b.kind, b.span, b.name))
+                if b.val.is_err:
+                    return b.val, None
+                v = Val(b.val.value, Ref(strip_ref(b.val.type), True))
+                self.note_type(arg, v.type)
+                return v, bare.name.text
+        fix = None
+        if fix_missing:
+            fix = Fix(
+                "pass a mutable borrow", (Edit(Span(arg.span.start, arg.span.start), "&mut "),)
+            )
+        return self.err("K0301", arg.span, missing, fix=fix), None
+
+    def _mut_variable(self, target: ast.PathExpr, span: Span) -> Val:
+        """`&mut x`: ``x`` must be a mutable variable (or a `&mut` borrow passed on)."""
+        b = self.lookup(target.name.text)  # type: ignore[union-attr]
+        if b is None:
+            return self.expr(target, None)
+        self.uses.append(Use(target.name.span, b.kind, b.span, b.name))  # type: ignore[union-attr]
+        if b.kind == "dim":
+            return self.err("K0311", target.span, f"`{b.name}` is a dimension, not a variable")
+        if not b.mutable:
+            fix = Fix(f"make `{b.name}` mutable", (Edit(Span(b.span.start, b.span.start), "mut "),))
+            return self.err(
+                "K0405",
+                target.span,
+                f"cannot borrow `{b.name}` as mutable: it is not declared `mut`",
+                fix=fix,
+            )
+        if b.val.is_err:
+            return b.val
+        if isinstance(b.val.type, Ref) and not b.val.type.mutable:
+            return self.err(
+                "K0405",
+                span,
+                f"cannot borrow `{b.name}` as mutable: it is a shared borrow",
+                related=(Related(b.span, f"`{b.name}` is declared here"),),
+            )
+        return Val(b.val.value, Ref(strip_ref(b.val.type), True))
+
+    def shared_reborrow(self, arg: ast.Expr) -> Val | None:
+        """A `&mut` parameter or reference variable passed by name where `&T` is wanted:
+        read through, like `&p`. None for any other argument."""
+        bare = unparen(arg)
+        if not isinstance(bare, ast.PathExpr) or bare.name is None:
+            return None
+        b = self.peek_binding(bare.name.text)
+        if b is None or not b.reborrowable:
+            return None
+        v = self.expr(bare, None)
+        if v.is_err or v.value is None:
+            return v
+        v = Val(v.value, Ref(strip_ref(v.type), False))
+        self.note_type(arg, v.type)
+        return v
+
+    # --- `let r = &mut y;` -----------------------------------------------------------------
+    def let_ref(self, st: ast.LetStmt, borrow: ast.RefExpr, declared: Type | None) -> None:
+        """Bind a reference variable: an alias of the variable it borrows."""
+        assert self.frame is not None
+        ref = st.name
+        target = borrow.operand
+        if not isinstance(target, ast.PathExpr) or target.name is None:
+            self.err("K0311", borrow.span, "`&mut` needs a variable: `&mut x`")
+            v = ERR_VAL
+        else:
+            v = self._mut_variable(target, borrow.span)
+        if not v.is_err and declared is not None and declared != v.type:
+            self.err(
+                "K0301",
+                borrow.span,
+                f"mismatched types: expected {self.show(declared)}, found {self.show(v.type)}"
+                " (value)",
+            )
+            v = ERR_VAL
+        if ref is None:
+            return
+        name = ref.text
+        if v.is_err:
+            self.frame.scopes[-1][name] = Binding(name, Val(None, ERR), st.is_mut, ref.span)
+            return
+        self.note_type(borrow, v.type)
+        if st.init is not None:
+            self.note_type(st.init, v.type)
+        aliased = self.alias_target(target.name.text)  # type: ignore[union-attr]
+        if aliased == name:
+            self.err(
+                "K0315",
+                ref.span,
+                f"`{name}` cannot be a borrow of a variable of the same name: rename it",
+            )
+            self.frame.scopes[-1][name] = Binding(name, Val(None, ERR), st.is_mut, ref.span)
+            return
+        self.aliases += 1
+        self.frame.scopes[-1][name] = Binding(
+            name, Val(None, v.type), True, ref.span, "local", aliased, True
+        )
+
+    def check_shadow(self, name: str, span: Span) -> bool:
+        """A new binding may not hide a variable that a reference variable in scope borrows:
+        the reference would then name the new variable (the limit is in language.md §9).
+        False (and a diagnostic) when it would."""
+        if not self.aliases:
+            return True
+        f = self.frame
+        while f is not None:
+            for scope in f.scopes:
+                for b in scope.values():
+                    if b.alias == name:
+                        self.err(
+                            "K0315",
+                            span,
+                            f"cannot declare `{name}` while the reference `{b.name}` to it is"
+                            " in scope: rename one of them",
+                            related=(Related(b.span, f"`{b.name}` borrows `{name}`"),),
+                        )
+                        return False
+            f = f.parent
+        return True
+
+    # --- swap ---------------------------------------------------------------------------------
+    def swap_call(self, e: ast.CallExpr):
+        """`swap(&mut a, &mut b)`: `a` and `b` exchange values (same type and shape)."""
+        args = e.args
+        if len(args) != 2:
+            return self.err(
+                "K0303", e.span, f"`swap` takes 2 argument(s) but {len(args)} were given"
+            )
+        got = []
+        for arg in args:
+            v, name = self.mut_borrow(arg, "`swap` exchanges two variables: pass `&mut x`")
+            got.append((arg, v, name))
+        if any(v.is_err or name is None for _, v, name in got):
+            return ERR_VAL
+        (a_arg, a, a_name), (b_arg, b, b_name) = got
+        if a.type != b.type:
+            return self.err(
+                "K0301",
+                e.span,
+                f"`swap` exchanges two values of one type: the first is"
+                f" {self.show(strip_ref(a.type))}, the second {self.show(strip_ref(b.type))}",
+                related=(
+                    Related(a_arg.span, f"this is {self.show(strip_ref(a.type))}"),
+                    Related(b_arg.span, f"this is {self.show(strip_ref(b.type))}"),
+                ),
+            )
+        t = strip_ref(a.type)
+        self._set(a_name, Val(b.value, t))  # type: ignore[arg-type]
+        self._set(b_name, Val(a.value, t))  # type: ignore[arg-type]
+        return Val(None, UNIT)
