@@ -1,13 +1,15 @@
 """The wasm target's SIMD `matmul` and `conv1d` against the interpreter, byte for byte.
 
-`matmul` on `f32`/`f64`/`i32`/`u32`/`i64`/`u64` runs register-blocked `v128` kernels over
-packed panels of columns, single vectors of columns, then the scalar loop for the last
-`N mod L` columns (docs/semantics.md §8.1); rows come `_MR` at a time, then one by one.
+`matmul` on `f32`/`f64`/`i32`/`u32`/`i64`/`u64` runs the loop program's CPU shape
+(docs/lowering.md): panels of columns, rows four at a time then one by one, each a `lanes`
+loop over the columns whose vector steps jam up to four `v128`s of accumulators, then
+single vectors, then the scalar loop for the last columns; the k loop inside steps its
+addresses and runs two iterations a trip, then one (docs/targets/wasm.md, "Selection").
 The shapes below cover every `N` residue modulo the vector width and the panel width,
-every `M` residue modulo the row block, zero dimensions, and both vector forms; the
-inputs include NaN, ±inf, ±0, subnormals, overflowing and underflowing products, and
-cancellations that any reordering of `k` would change.
-"""
+every `M` residue modulo the row block, every `K` residue modulo the trip, zero
+dimensions, and both vector forms; the inputs include NaN, ±inf, ±0, subnormals,
+overflowing and underflowing products, and cancellations that any reordering of `k`
+would change."""
 
 from __future__ import annotations
 
@@ -65,6 +67,36 @@ def test_the_kernel_shape_is_what_the_shapes_below_cover() -> None:
         assert wat is not None and f"({shape}.mul" in wat and "relaxed" not in wat
     wat = TARGET.lower(m.graph, m.provenance, "cv_f32").text
     assert wat is not None and "(f32x4.mul" in wat
+
+
+def _innermost_loops(wat: str) -> list[str]:
+    """The text of every `loop` of the module that holds no other loop."""
+    out = []
+    for start in [i for i in range(len(wat)) if wat.startswith("(loop ", i)]:
+        depth, end = 0, start
+        for end in range(start, len(wat)):
+            depth += {"(": 1, ")": -1}.get(wat[end], 0)
+            if depth == 0:
+                break
+        body = wat[start : end + 1]
+        if "(loop " not in body[1:]:
+            out.append(body)
+    return out
+
+
+def test_the_k_loop_steps_its_addresses_two_iterations_a_trip() -> None:
+    m = module(SRC)
+    for sfx, shape, splat in (("f32", "f32x4", "load32"), ("f64", "f64x2", "load64")):
+        wat = TARGET.lower(m.graph, m.provenance, f"mm_{sfx}").text
+        k_loops = [x for x in _innermost_loops(wat) if f"({shape}.mul" in x]
+        assert k_loops
+        for body in k_loops:
+            # no index arithmetic: the a and b addresses are locals stepped each iteration
+            assert "i64.mul" not in body and "i32.wrap_i64" not in body
+            assert f"(v128.{splat}_splat (local.get $p" in body  # a[i, k], one instruction
+        # the widest vector step's k loops: 4 rows × 4 vectors, two iterations a trip, then one
+        trips = [x.count(f"({shape}.mul") for x in k_loops]
+        assert 32 in trips and 16 in trips
 
 
 # Every N mod 4 and N mod 16 (f32 panel) / mod 8 (f64 panel) residue, every M mod 4, K = 0.

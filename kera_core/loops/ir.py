@@ -19,6 +19,7 @@ docs/lowering.md is the reference for a backend author.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kera_core.ir.types import DimError, DimExpr, dim_value
@@ -287,6 +288,54 @@ def assigned(stmts: list) -> set[int]:
             out |= assigned(s.then) | assigned(s.orelse)
         elif isinstance(s, Call):
             out.update(r.id for r in s.results if isinstance(r, Var))
+    return out
+
+
+def reads(f: LFunction) -> Counter:
+    """How often each Var id is read in function ``f``: by its statements (every operand
+    position, nested bodies included), its results and their shapes."""
+    out: Counter = Counter()
+
+    def take(*xs) -> None:
+        out.update(x.id for x in xs if isinstance(x, Var))
+
+    def walk(stmts: list) -> None:
+        for s in stmts:
+            t = type(s)
+            if t is Op:
+                take(*s.args)
+            elif t is Load:
+                take(s.index)
+            elif t is Store:
+                take(s.index, s.value)
+            elif t is Loop:
+                take(s.lo, s.hi)
+                walk(s.body)
+            elif t is While:
+                walk(s.cond)
+                take(s.test)
+                walk(s.body)
+            elif t is If:
+                take(s.cond)
+                walk(s.then)
+                walk(s.orelse)
+            elif t is Check:
+                take(s.ok)
+            elif t is Alloc:
+                take(s.buf.size)
+            elif t is Copy:
+                take(s.dst_at, s.src_at, s.count)
+            elif t is Call:
+                take(*s.args)
+            elif t is Print:
+                take(s.value, *s.shape, s.offset)
+
+    walk(f.body)
+    for group in f.results:
+        take(*group)
+    for shapes in f.result_shapes:
+        for shape in shapes:
+            take(*shape)
     return out
 
 

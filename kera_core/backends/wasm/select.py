@@ -21,7 +21,7 @@ bits or memory; this module spells each statement and primitive in WebAssembly:
 
 from __future__ import annotations
 
-from kera_core.loops import ir, vectorize
+from kera_core.loops import induction, ir, vectorize
 from kera_core.loops.composite import nan
 from kera_core.loops.ir import BITS, FLOATS, Imm, is_float, is_signed
 from kera_core.loops.run_abi import ERROR_NUMBERS
@@ -45,6 +45,12 @@ def size(t: str) -> int:
 
 
 SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
+
+
+def _i32(bits: int) -> int:
+    """The low 32 bits of ``bits`` as a signed ``i32.const`` literal."""
+    v = bits & 0xFFFFFFFF
+    return v - (1 << 32) if v >> 31 else v
 
 
 def const(t: str, bits: int) -> str:
@@ -116,6 +122,11 @@ class FunctionSelector:
         self.labels = 0
         self.defined: set[int] = set()  # Var ids selected so far (a vector plan's invariants)
         self.origin = None
+        self.reads = ir.reads(lf)  # Var id → reads in the function
+        # the strided accesses of the straight-line loops being selected (induction.py):
+        # id(Load/Store) → the i32 local holding its address; index statements left out
+        self.pointers: dict[int, str] = {}
+        self.unused: set[int] = set()
 
     # --- names --------------------------------------------------------------------------------
     def var(self, v: ir.Var) -> str:
@@ -189,14 +200,14 @@ class FunctionSelector:
 
     def stmt(self, s) -> None:
         t = type(s)
+        if id(s) in self.unused:
+            return  # index arithmetic of strided accesses only
         if t is ir.Op:
             self.set(s.dst, self.op(s))
         elif t is ir.Load:
-            self.set(s.dst, self.load(s.buf, s.index))
+            self.set(s.dst, f"({load_op(s.buf.elem)} {self.at(s)})")
         elif t is ir.Store:
-            self.emit(
-                f"({store_op(s.buf.elem)} {self.address(s.buf, s.index)} {self.get(s.value)})"
-            )
+            self.emit(f"({store_op(s.buf.elem)} {self.at(s)} {self.get(s.value)})")
         elif t is ir.Loop:
             self.loop(s)
         elif t is ir.While:
@@ -275,8 +286,11 @@ class FunctionSelector:
             i = f"(i32.shl {i} (i32.const {SHIFT[w]}))"
         return f"(i32.add {base} {i})"
 
-    def load(self, b: ir.Buf, index) -> str:
-        return f"({load_op(b.elem)} {self.address(b, index)})"
+    def at(self, s: ir.Load | ir.Store) -> str:
+        """The byte address a load or store statement accesses: its strided address local
+        inside a straight-line loop, else computed from its index."""
+        p = self.pointers.get(id(s))
+        return f"(local.get {p})" if p is not None else self.address(s.buf, s.index)
 
     def loop(self, s: ir.Loop) -> None:
         """A planned `lanes` loop runs its first iterations as vector steps, the rest (or
@@ -293,26 +307,93 @@ class FunctionSelector:
 
         self.range_loop(s, self.stmts, vector_steps)
 
-    def range_loop(self, s: ir.Loop, body, first=None) -> None:
+    def range_loop(self, s: ir.Loop, body, first=None, unroll: int = 1, fresh=None) -> None:
         """``for var in lo..hi``: a counter of its own (the bound read once, at entry), the
         body emitted by ``body(statements)``; ``first(counter, bound)`` emits what runs
-        before the loop and may advance the counter."""
+        before the loop and may advance the counter. ``unroll > 1``: a first loop runs
+        ``unroll`` iterations (in order) per trip, the usual one the rest; ``fresh()`` is
+        called before each (what one emitted loop computes, the next cannot reuse)."""
         i = self.local("i64", "i")
         hi = self.local("i64", "n")
         self.emit(f"(local.set {i} {self.get(s.lo)})")
         self.emit(f"(local.set {hi} {self.get(s.hi)})")
         if first is not None:
             first(i, hi)
-        brk, cont = self.label("done"), self.label("loop")
-        self.emit(f"(block {brk} (loop {cont}")
-        self.depth += 1
-        self.emit(f"(br_if {brk} (i64.ge_s (local.get {i}) (local.get {hi})))")
-        self.set(s.var, f"(local.get {i})")
-        body(s.body)
-        self.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const 1)))")
-        self.emit(f"(br {cont})")
-        self.depth -= 1
-        self.emit("))")
+        plan = induction.plan(s, self.reads)
+        steps = self.strided(plan, i) if plan is not None else []
+        for n in (unroll, 1) if unroll > 1 else (1,):
+            if fresh is not None:
+                fresh()
+            brk, cont = self.label("done"), self.label("loop")
+            self.emit(f"(block {brk} (loop {cont}")
+            self.depth += 1
+            if n == 1:
+                self.emit(f"(br_if {brk} (i64.ge_s (local.get {i}) (local.get {hi})))")
+            else:
+                self.emit(
+                    f"(br_if {brk} (i64.gt_s (i64.add (local.get {i}) (i64.const {n})) "
+                    f"(local.get {hi})))"
+                )
+            for u in range(n):
+                at = f"(local.get {i})"
+                self.set(s.var, at if u == 0 else f"(i64.add {at} (i64.const {u}))")
+                body(s.body)
+                for p, step in steps:
+                    self.emit(f"(local.set {p} (i32.add (local.get {p}) {step}))")
+            self.emit(f"(local.set {i} (i64.add (local.get {i}) (i64.const {n})))")
+            self.emit(f"(br {cont})")
+            self.depth -= 1
+            self.emit("))")
+        if plan is not None:  # this emission's: another of the same loop makes its own
+            for key in plan.access:
+                del self.pointers[key]
+            self.unused -= plan.unused
+
+    def strided(self, plan: induction.Strides, i: str) -> list[tuple[str, str]]:
+        """Address locals for the strided accesses of a straight-line loop (induction.py),
+        set to iteration ``i``'s addresses before the loop; returns (local, bytes added per
+        iteration) pairs. One local per buffer and affine form: a load and a store of one
+        element share it. (The 32-bit address arithmetic wraps as the indices' does.)"""
+        made: dict[tuple, str] = {}
+        steps = []
+        for key, (buf, _, f) in plan.access.items():
+            form = (buf.id, f)
+            p = made.get(form)
+            if p is None:
+                w = size(buf.elem)
+                index = self.term32_at(f, f"(i32.wrap_i64 (local.get {i}))")
+                p = made[form] = self.local("i32", "p")
+                scaled = index if w == 1 else f"(i32.shl {index} (i32.const {SHIFT[w]}))"
+                self.emit(f"(local.set {p} (i32.add {self.get(buf)} {scaled}))")
+                if isinstance(f.step, Imm):
+                    step = f"(i32.const {_i32(f.step.bits * w)})"
+                else:
+                    step = self.local("i32", "q")
+                    by = self.term32(f.step)
+                    by = by if w == 1 else f"(i32.shl {by} (i32.const {SHIFT[w]}))"
+                    self.emit(f"(local.set {step} {by})")
+                    step = f"(local.get {step})"
+                steps.append((p, step))
+            self.pointers[key] = p
+        self.unused |= plan.unused
+        return steps
+
+    def term32_at(self, f: induction.Affine, counter: str) -> str:
+        """``base + counter·step`` wrapped to 32 bits, ``counter`` an i32 expression."""
+        if f.step == induction.ONE:
+            k = counter
+        else:
+            k = f"(i32.mul {counter} {self.term32(f.step)})"
+        return k if f.base == induction.ZERO else f"(i32.add {self.term32(f.base)} {k})"
+
+    def term32(self, t) -> str:
+        """An induction term (induction.py) wrapped to 32 bits."""
+        if isinstance(t, Imm):
+            return f"(i32.const {_i32(t.bits)})"
+        if isinstance(t, ir.Var):
+            return f"(i32.wrap_i64 {self.get(t)})"
+        op, a, b = t
+        return f"(i32.{op} {self.term32(a)} {self.term32(b)})"
 
     def print(self, s: ir.Print) -> None:
         """``kera.print(descriptor, length, value, shape)``: the descriptor (JSON in a data

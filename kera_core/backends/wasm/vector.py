@@ -26,8 +26,10 @@ many vectors a step jams is decided by the shared layer (kera_core/loops/vectori
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kera_core.backends.wasm.select import NAN_BITS
-from kera_core.loops import ir
+from kera_core.loops import induction, ir
 from kera_core.loops.ir import BITS, Imm, is_float, is_signed
 from kera_core.loops.vectorize import LanesPlan, VectorTarget
 
@@ -59,6 +61,13 @@ INT_OPS = frozenset(
 # vectors on x86-64, spills and all). A run's budget is fuel, not steps: loops the
 # optimizer marked `lanes` may run lane-wise.
 TARGET = VectorTarget(width_bytes=16, registers=22, ops=OPS, int_ops=INT_OPS, counts_steps=False)
+# iterations per trip of a straight-line inner loop (matmul's k loop, the canonical sum's
+# group loop). Fuel metering checks the budget at every loop header, and the out-of-fuel
+# call there clobbers every vector register, so Cranelift keeps the loop's accumulators in
+# stack slots: a load and a store per accumulator per trip. Two iterations a trip halve
+# that; more load more `b` vectors ahead than there are registers (f32 matmul at 512² and
+# 1000², time against one iteration a trip: 2 → 0.77, 3 → 0.8–0.87, 4 → 0.92, 8 → 1.1).
+UNROLL = 2
 
 _NAME = {"minimum": "min", "maximum": "max", "roundeven": "nearest"}
 _SIGNED = ("lt", "le", "gt", "ge", "shr", "minimum", "maximum")
@@ -83,6 +92,7 @@ class VectorLoop:
         self.plan = plan
         self.t = plan.elem
         self.invariant: dict = {}
+        self.splat_loads = self.only_splat()
 
     def emit(self, i: str, hi: str) -> None:
         """The loop's first iterations as vector steps — jam × W lanes a step, then W;
@@ -111,6 +121,33 @@ class VectorLoop:
             s.emit(f"(br {cont})")
             s.depth -= 1
             s.emit("))")
+
+    def only_splat(self) -> set[int]:
+        """The uniform loads of lane-type elements whose value only vector code of the same
+        block reads (a matmul row's ``a[i, k]``): one ``v128.load*_splat`` each, no scalar.
+        (A read in a nested loop would find the splat gone: see :meth:`inner_loop`.)"""
+        p = self.plan
+        out: set[int] = set()
+        reads = self.sel.reads
+
+        def block(body: list) -> None:
+            loads: dict[int, ir.Load] = {}
+            vector_reads: Counter = Counter()
+            for st in body:
+                if isinstance(st, ir.Loop):
+                    block(st.body)
+                elif isinstance(st, ir.Load) and p.kind(st.dst) == "uniform":
+                    if st.buf.elem == self.t and st.dst.id not in p.reassigned:
+                        loads[st.dst.id] = st
+                elif isinstance(st, ir.Op) and p.kind(st.dst) == "varying":
+                    args = st.args[:1] if st.op in ("shl", "shr") else st.args
+                    vector_reads.update(a.id for a in args if isinstance(a, ir.Var))
+                elif isinstance(st, ir.Store) and isinstance(st.value, ir.Var):
+                    vector_reads[st.value.id] += 1
+            out.update(id(st) for v, st in loads.items() if reads[v] == vector_reads[v])
+
+        block(p.loop.body)
+        return out
 
     # --- values -------------------------------------------------------------------------------
     def vec(self, v: ir.Var, u: int) -> str:
@@ -156,6 +193,11 @@ class VectorLoop:
                 for u in range(self.jam):
                     off = f" offset={16 * u}" if u else ""
                     s.emit(f"(local.set {self.vec(st.dst, u)} (v128.load{off} {addr}))")
+            elif id(st) in self.splat_loads:
+                name = s.local("v128", "u")
+                bits = BITS[self.t]
+                s.emit(f"(local.set {name} (v128.load{bits}_splat {s.at(st)}))")
+                self.splats[("var", st.dst.id)] = name
             elif isinstance(st, ir.Store):
                 values = [self.operand(st.value, u) for u in range(self.jam)]
                 addr = self.address(st)
@@ -170,17 +212,21 @@ class VectorLoop:
 
     def address(self, st) -> str:
         """The byte address of a vector load's or store's first lane, once for every copy."""
-        if self.jam == 1:
-            return self.sel.address(st.buf, st.index)
+        at = self.sel.at(st)
+        if self.jam == 1 or id(st) in self.sel.pointers:
+            return at
         name = self.sel.local("i32", "a")
-        self.sel.emit(f"(local.set {name} {self.sel.address(st.buf, st.index)})")
+        self.sel.emit(f"(local.set {name} {at})")
         return f"(local.get {name})"
 
     def inner_loop(self, st: ir.Loop) -> None:
         # its vector accumulators stay in their locals; a splat made inside the loop may not
         # have run (no iteration), one made before it may be of a value the loop redefines
-        self.splats = {}
-        self.sel.range_loop(st, self.stmts)
+        def fresh() -> None:
+            self.splats = {}
+
+        unroll = UNROLL if induction.straight(st) else 1
+        self.sel.range_loop(st, self.stmts, unroll=unroll, fresh=fresh)
         self.splats = {}
 
     def op(self, st: ir.Op, u: int) -> str:
