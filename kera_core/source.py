@@ -205,6 +205,11 @@ class LineIndex:
         return new
 
     @property
+    def strict(self) -> bool:
+        """Is the text strict UTF-8 (no lone surrogate), so its byte offsets are exact?"""
+        return self._strict
+
+    @property
     def line_count(self) -> int:
         return len(self._line_starts_byte)
 

@@ -116,3 +116,159 @@ def test_kinds_below_is_the_set_of_kinds_in_the_subtree():
                     walk.extend(x.children)
             assert g.kinds_below() == found
             stack.extend(c for c in g.children if not c.is_token)
+
+
+def _observed_env(module) -> tuple:
+    """Everything position-dependent the environment holds (sema/incremental.py makes its
+    per-item entries where their item now is, when read)."""
+    env = module.env
+
+    def sig(s):
+        return (s.name, s.span, s.name_span, list(s.uses), s.type_param_spans, s.type_args,
+                s.ast.syntax.offset, s.ast.syntax.index, str(s.ast.syntax), s.doc)  # fmt: skip
+
+    return (
+        [(n, sig(s)) for n, s in env.fns.items()],
+        [(n, sig(s)) for n, s in env.instances.items()],
+        [
+            (n, c.span, c.name_span, c.value.span if c.value else None)
+            for n, c in env.consts.items()
+        ],
+        dict(env.struct_spans),
+        dict(env.field_spans),
+        list(env.uses),
+        [
+            (n, lf.sig.span, lf.base, lf.diagnostics, lf.provenance.span if lf.provenance else None)
+            for n, lf in module.lowered.items()
+        ],  # fmt: skip
+    )
+
+
+def _body_keystroke(rng: random.Random, doc: Document, version: int) -> None:
+    """One character typed or deleted inside a function body, as when editing code."""
+    a = doc.analysis()
+    fns = [s for s in a.module.env.fns.values() if s.ast.body is not None]
+    body = rng.choice(fns).ast.body.span
+    at = rng.randrange(body.start + 1, body.end)
+    if rng.random() < 0.3:
+        doc.edit(Span(at, at + 1), "")
+    else:
+        doc.edit(Span(at, at), rng.choice(["1", "x", " ", "/", ".", "é", "\n", "+"]))
+    doc.version = version
+
+
+@pytest.mark.parametrize("lines", [900])
+def test_keystrokes_in_bodies_redo_one_function_and_match_a_cold_analysis(lines):
+    """The usual keystroke (inside a body) takes the path that redoes one function and
+    patches the module (sema/incremental.py): its diagnostics, types, uses, environment and
+    — when read — graph equal a cold analysis', also after many such edits in a row (the
+    graph is read every 8th, which rebuilds the state from a full lowering), undos, and a
+    generated file with generic functions, a duplicate and diagnostics pointing into
+    other functions."""
+    from bench.corpus import generate
+
+    rng = random.Random(lines)
+    text = generate(lines)
+    doc = Document("file:///gen.kera", text, 1)
+    doc.analysis()
+    history = [text]
+    for version in range(2, 42):
+        if rng.random() < 0.08:
+            doc.replace_text(rng.choice(history))
+            doc.version = version
+        else:
+            _body_keystroke(rng, doc, version)
+        history.append(doc.text)
+        a = doc.analysis()
+        ref = analyze(doc.text)
+        assert a.diagnostics == ref.diagnostics
+        fns = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
+        ref_fns = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
+        assert fns == ref_fns
+        assert _observed_env(a.module) == _observed_env(ref.module)
+        if version % 4 == 0:  # the function at an offset, from the item table (before the
+            # graph is read, which replaces the module's tables by a whole lowering's)
+            cold = Document("file:///cold.kera", doc.text, 1).analysis()
+            size = len(doc.text.encode("utf-8", "surrogatepass"))
+            edges = [x for sig in cold.module.env.fns.values() for x in (sig.span.start - 1,
+                     sig.span.start, sig.span.end, sig.span.end + 1)]  # fmt: skip
+            for off in [*range(0, size + 1, 97), size, *edges]:
+                mine, theirs = a.sig_at(off), cold.sig_at(off)
+                assert (mine and mine.name) == (theirs and theirs.name), off
+        if version % 8 == 0:
+            assert _observed(a.module) == _observed(ref.module)
+    assert doc.lowerings["function"] > 20  # the path under test was taken
+
+
+def test_keystrokes_next_to_a_call_cycle_and_a_failing_callee_match_a_cold_analysis():
+    """Edits in a function that calls into a call cycle (whose functions are not lowered),
+    and edits that make a callee fail to lower and lower again (its callers' shapes change,
+    so they are lowered again too), redo only those functions and equal a cold analysis."""
+    text = (
+        "fn a() -> f32 { b() }\nfn b() -> f32 { a() }\n"
+        "fn leaf(x: f32) -> f32 { x * 2.0 }\n"
+        "fn mid(x: f32) -> f32 { leaf(x) + 1.0 }\n"
+        "fn top() -> f32 { a() + mid(3.0) }\n"
+    )
+    doc = Document("file:///cycle.kera", text, 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new in [
+        ("+ mid(3.0)", "+ mid(4.0)"),  # next to a call into the cycle
+        ("x * 2.0", "y * 2.0"),  # `leaf` stops lowering: `mid` is lowered again
+        ("y * 2.0", "x * 3.0"),  # and starts again
+        ("leaf(x) + 1.0", "leaf(x) + 1.5"),
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+    assert doc.lowerings["function"] == 4
+
+
+def test_keystrokes_in_a_generic_body_redo_its_instances_and_match_a_cold_analysis():
+    """An edit in a generic function's body lowers each of its instances again and merges
+    their diagnostics (an error only some instances have says for which type), without
+    lowering the module; the result equals a cold analysis."""
+    path = next(p for p in EXAMPLES if p.stem == "generic")
+    doc = Document("file:///generic.kera", path.read_text(), 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new in [
+        ("let mut s = 0.0;", "let mut s = 0.00;"),
+        ("s += x[i] * x[i];", "s += x[i] * x[i] * 2.0;"),
+        ("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + 1;"),  # an error for every instance
+        ("y[i] = a * x[i] + 1;", "y[i] = a * x[i] + y[i] + a;"),
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+    assert doc.lowerings == {"function": 4, "module": 1}
+
+
+def test_keystrokes_in_a_duplicate_definition_move_its_diagnostic_and_match_a_cold_analysis():
+    """A later definition of a name is not lowered, only reported (K0202, pointing at the
+    first): an edit in its body moves that diagnostic and everything after it, without
+    lowering the module; edits around it stay equal to a cold analysis."""
+    text = (
+        "fn f() -> f32 { 1.0 }\nfn g() -> f32 { f() }\n"
+        "fn f() -> f32 { 2.0 }\nfn h(x: f32) -> f32 { x + 1.0 }\n"
+    )
+    doc = Document("file:///twice.kera", text, 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new in [
+        ("{ 2.0 }", "{ 2.50 }"),  # the duplicate's body
+        ("{ 2.50 }", "{ 2.0 + 1.0 }"),
+        ("x + 1.0", "x + 1.25"),  # after it
+        ("{ 1.0 }", "{ 1.5 }"),  # the first definition: its name is pointed at
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+    assert doc.lowerings == {"function": 3, "module": 2}  # the last: K0202 points into it

@@ -62,15 +62,17 @@ def test_edit_inside_a_body_relowers_that_function_and_its_callers_only():
     assert doc.cache.lowered == 4 and doc.cache.reused == 0
     replace(doc, 2, "2.0", "5", delta=1, length=0)  # 2.0 -> 25.0: relex one token
     a = doc.analysis()
-    # the diagnostics need `leaf` alone: `mid` sees the same signature, so its re-lowering
-    # (its call node names `leaf` by hash) waits until its graph is read
+    # the diagnostics need `leaf` alone, redone without visiting the other functions
+    # (sema/incremental.py): `mid` sees the same signature, so its re-lowering (its call
+    # node names `leaf` by hash) waits until its graph is read
+    assert doc.lowerings == {"function": 1, "module": 1}
     assert doc.cache.lowered == 4 + 1 and doc.cache.deferred == 1
     assert a.module.pending
-    same_as_batch(doc)
+    same_as_batch(doc)  # reads the graph: lower_module finds all but `mid` in the cache
     assert not a.module.pending
     assert doc.reparses["token"] == 1 and doc.reparses["full"] == 1  # the open, then a relex
     assert doc.cache.lowered == 4 + 2  # `leaf` and its caller `mid`
-    assert doc.cache.reused == 2  # `other` and `mover`
+    assert doc.cache.reused == 3  # `other`, `mover` and the new `leaf`
     # an edit in a function nobody calls re-lowers that one alone
     replace(doc, 3, "p.x + p.y", "p.y + p.x")
     same_as_batch(doc)

@@ -27,10 +27,11 @@ def inlay_hints(a: Analysis, span: Span) -> list[InlayHint]:
     if a.module is None or a.parse is None:
         return []
     out: list[InlayHint] = []
-    for lf in a.module.functions.values():
-        sig = lf.sig
-        if sig.span.end < span.start or sig.span.start > span.end:
+    for found in a.sigs_between(span.start, span.end):
+        lf = a.module.functions.get(found.name)
+        if lf is None:
             continue
+        sig = lf.sig
         body = sig.ast.body
         if body is None:
             continue

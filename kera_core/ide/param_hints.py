@@ -39,9 +39,7 @@ def parameter_hints(a: Analysis, span: Span) -> list[ParamHint]:
         return []
     env = a.module.env
     out: list[ParamHint] = []
-    for sig in env.fns.values():
-        if sig.span.end < span.start or sig.span.start > span.end:
-            continue
+    for sig in a.sigs_between(span.start, span.end):
         body = sig.ast.body
         if body is None:
             continue

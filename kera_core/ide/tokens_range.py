@@ -47,10 +47,9 @@ def semantic_tokens_in(a: Analysis, span: Span, encoding: str = "utf-16") -> lis
         for u in env.uses:
             uses[u.span.start] = u
         lo, hi = picked[0][1], picked[-1][1] + picked[-1][0].text_len
-        for sig in env.fns.values():
-            if sig.span.end >= lo and sig.span.start <= hi:
-                for u in fn_uses(a, sig):
-                    uses[u.span.start] = u
+        for sig in a.sigs_between(lo, hi):
+            for u in fn_uses(a, sig):
+                uses[u.span.start] = u
     index = a.line_index
     data: list[int] = []
     prev_line = prev_col = 0

@@ -84,6 +84,8 @@ class LoweringCache:
     names: dict[int, tuple[object, tuple | None]] = field(default_factory=dict)
     # the last check of the constants: (key, their green items, located diagnostics, bad)
     consts: tuple | None = None
+    # shape keys added by sema.incremental (oldest first), which drops the oldest itself
+    recent_shapes: list[bytes] = field(default_factory=list)
 
     # the keys each of the last few lower_module runs used: an entry is kept while one of
     # them did, so going back to a recent text (an undo) finds its lowerings again
@@ -145,6 +147,9 @@ class Module:
         # every lowering by graph name: the functions and each generic one's instances
         self.lowered = instances if instances is not None else functions
         self._finish = finish  # () -> (Graph, Provenance), replacing deferred functions
+        # set by lower_module / sema.incremental: what the next edit's analysis starts from
+        self.made_from: tuple | None = None
+        self.incremental = None  # sema.incremental.State, built when first needed
 
     @property
     def pending(self) -> bool:
@@ -272,71 +277,107 @@ def _collect_signatures(
             continue
         t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
         env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
+    structs_key = _structs_key(env)
+    for fn in [i for i in items if isinstance(i, ast.Fn)]:
+        named = _name_of(fn, cache) if cache is not None else _name_rel(fn)
+        if named is None:
+            continue
+        name = named[0]
+        if name in env.fns:
+            start = fn.syntax.offset
+            span = Span(start + named[1], start + named[2])
+            diags.append(_defined_twice(name, span, env.fns[name].name_span))
+            continue
+        sig = _fn_signature(fn, named, env, diags, cache, structs_key)
+        if sig is None:
+            continue
+        env.fns[name] = sig
+        env.instances.update(_instances(sig))
+
+
+def _defined_twice(name: str, span: Span, first: Span) -> Diagnostic:
+    """A later function of the same name (it is not lowered: this is all it reports)."""
+    return error(
+        "K0202",
+        span,
+        f"function `{name}` is defined twice",
+        related=(Related(first, "first defined here"),),
+    )
+
+
+def _structs_key(env: ModuleEnv) -> bytes:
+    """What a signature can see of the structs and constants (a constant can be a dimension,
+    §3.3); its memo in ``LoweringCache.sigs`` is keyed by it."""
     w = Writer()
     for sname in sorted(env.structs):
         w.str(sname)
         w.raw(env.structs[sname].hash)
-    for cname in sorted(env.consts):  # a constant can be a dimension (§3.3)
+    for cname in sorted(env.consts):
         c = env.consts[cname]
         w.str(cname)
         w.str(str(c.value.syntax) if c.value is not None else "")
         w.raw(c.type.hash if c.type is not None else b"")
-    structs_key = digest("fn", w.getvalue())
-    for fn in [i for i in items if isinstance(i, ast.Fn)]:
-        green = fn.syntax.green
-        named = _name_of(fn, cache) if cache is not None else _name_rel(fn)
-        if named is None:
-            continue
-        name, ns, ne = named
-        start = fn.syntax.offset
-        fn_span = Span(start, start + green.text_len)
-        name_span = Span(start + ns, start + ne)
-        if name in env.fns:
-            first = env.fns[name]
-            diags.append(
-                error(
-                    "K0202",
-                    name_span,
-                    f"function `{name}` is defined twice",
-                    related=(Related(first.name_span, "first defined here"),),
-                )
+    return digest("fn", w.getvalue())
+
+
+def _fn_signature(
+    fn: ast.Fn,
+    named: tuple[str, int, int],
+    env: ModuleEnv,
+    diags: list[Diagnostic],
+    cache: LoweringCache | None,
+    structs_key: bytes,
+) -> FnSig | None:
+    """One function's signature where it now is (memoised per green node), its diagnostics
+    added to ``diags``; None when its types do not resolve."""
+    green = fn.syntax.green
+    name, ns, ne = named
+    start = fn.syntax.offset
+    fn_span = Span(start, start + green.text_len)
+    name_span = Span(start + ns, start + ne)
+    if name in BUILTINS:
+        diags.append(
+            warning(
+                "K0207",
+                name_span,
+                f"function `{name}` replaces the builtin `{name}` in this file: every call "
+                f"`{name}(…)` here calls this function",
             )
-            continue
-        if name in BUILTINS:
-            diags.append(
-                warning(
-                    "K0207",
-                    name_span,
-                    f"function `{name}` replaces the builtin `{name}` in this file: every call "
-                    f"`{name}(…)` here calls this function",
-                )
-            )
-        hit = cache.sigs.get(id(green)) if cache is not None else None
-        if hit is not None and hit[0] is green and hit[1] == structs_key:
-            entry = hit[2]
-        else:
-            entry = _signature(fn, env)
-            if cache is not None:
-                cache.sigs[id(green)] = (green, structs_key, entry)
-        base, ftype, dims, names, exported, doc, uses, fn_diags, tparams, tspans = entry
-        delta = start - base
-        diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
-        if ftype is None:
-            continue
-        sig_uses = _ShiftedUses(uses, delta) if delta else list(uses)
-        tspans = tuple(sp.shifted(delta) for sp in tspans) if delta else tspans
-        env.fns[name] = FnSig(
-            name, ftype, dims, names, exported, fn_span, name_span, doc, fn, sig_uses,
-            tparams, tspans,
+        )
+    hit = cache.sigs.get(id(green)) if cache is not None else None
+    if hit is not None and hit[0] is green and hit[1] == structs_key:
+        entry = hit[2]
+    else:
+        entry = _signature(fn, env)
+        if cache is not None:
+            cache.sigs[id(green)] = (green, structs_key, entry)
+    base, ftype, dims, names, exported, doc, uses, fn_diags, tparams, tspans = entry
+    delta = start - base
+    diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
+    if ftype is None:
+        return None
+    sig_uses = _ShiftedUses(uses, delta) if delta else list(uses)
+    tspans = tuple(sp.shifted(delta) for sp in tspans) if delta else tspans
+    return FnSig(
+        name, ftype, dims, names, exported, fn_span, name_span, doc, fn, sig_uses,
+        tparams, tspans,
+    )  # fmt: skip
+
+
+def _instances(sig: FnSig) -> dict[str, FnSig]:
+    """A generic function's instances by graph name: one per combination its bounds admit."""
+    out: dict[str, FnSig] = {}
+    tparams = sig.type_params
+    if not tparams:
+        return out
+    for args in itertools.product(*[[PRIMS[n] for n in BOUNDS[t.bound]] for t in tparams]):
+        inst = instance_name(sig.name, args)
+        out[inst] = FnSig(
+            inst, instantiate(sig.type, args), sig.dim_names, sig.param_names, sig.exported,
+            sig.span, sig.name_span, sig.doc, sig.ast, sig.uses, tparams, sig.type_param_spans,
+            tuple(args), sig.name,
         )  # fmt: skip
-        for args in itertools.product(*[[PRIMS[n] for n in BOUNDS[t.bound]] for t in tparams]):
-            if not tparams:
-                break
-            inst = instance_name(name, args)
-            env.instances[inst] = FnSig(
-                inst, instantiate(ftype, args), dims, names, exported, fn_span, name_span, doc,
-                fn, sig_uses, tparams, tspans, tuple(args), name,
-            )  # fmt: skip
+    return out
 
 
 def _name_rel(fn: ast.Fn) -> tuple[str, int, int] | None:
@@ -841,8 +882,12 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
 
     if not deferred:
         graph, prov = _assemble(units, lowered)
-        return Module(graph, prov, env, diags, functions, instances=lowered)
-    return Module(None, None, env, diags, functions, finish, instances=lowered)
+        module = Module(graph, prov, env, diags, functions, instances=lowered)
+    else:
+        module = Module(None, None, env, diags, functions, finish, instances=lowered)
+    # what an edit inside one function needs to redo that function only (sema/incremental.py)
+    module.made_from = (parse.tree, callees, called_of, env_digest, frozenset(deferred))
+    return module
 
 
 def _instances_of(env: ModuleEnv, name: str) -> list[str]:

@@ -16,6 +16,7 @@ checks this), including diagnostics.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kera_core.diagnostics import Diagnostic, sort_key
@@ -56,21 +57,27 @@ def _byte_slice(text: str, start: int, end: int) -> str:
 
 
 def reparse(
-    old: Parse, edit: TextEdit, cache: NodeCache | None = None, new_text: str | None = None
+    old: Parse,
+    edit: TextEdit,
+    cache: NodeCache | None = None,
+    new_text: str | None = None,
+    byte_slice: Callable[[int, int], str] | None = None,
 ) -> tuple[Parse, str]:
     """The parse of the edited text, and which strategy produced it ("token", "block", "full").
 
     An editor that already holds the edited text passes it as ``new_text``, which saves
-    rebuilding the whole string here.
+    rebuilding the whole string here, and may pass ``byte_slice(start, end)``, the new text
+    between two byte offsets (from its line index: no encoding of a non-ASCII text).
     """
     cache = cache or _DEFAULT_CACHE
     if new_text is None:
         new_text = apply_edit(old.text, edit)
     if not any(d.code == "K0108" or d.code == "K0109" for d in old.diagnostics):
-        result = _relex_token(old, edit, new_text, cache)
+        slicer = byte_slice or (lambda start, end: _byte_slice(new_text, start, end))
+        result = _relex_token(old, edit, new_text, slicer, cache)
         if result is not None:
             return result, "token"
-        result = _reparse_block(old, edit, new_text, cache)
+        result = _reparse_block(old, edit, new_text, slicer, cache)
         if result is not None:
             return result, "block"
     return parse(new_text, cache), "full"
@@ -101,7 +108,13 @@ def _shift_diagnostics(
     return out
 
 
-def _relex_token(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) -> Parse | None:
+def _relex_token(
+    old: Parse,
+    edit: TextEdit,
+    new_text: str,
+    byte_slice: Callable[[int, int], str],
+    cache: NodeCache,
+) -> Parse | None:
     root = old.tree
     tok = root.token_at_offset(edit.span.start)
     if tok is None or tok.kind not in _RELEXABLE:
@@ -110,7 +123,7 @@ def _relex_token(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) ->
     if not (span.start < edit.span.start and edit.span.end < span.end):
         return None  # must stay strictly inside, away from both neighbours
     delta = len(encode(edit.new_text)) - len(edit.span)
-    new_tok_text = _byte_slice(new_text, span.start, span.end + delta)
+    new_tok_text = byte_slice(span.start, span.end + delta)
     prev = tok.prev_token()
     nxt = tok.next_token()
     probe = (prev.text if prev else "") + new_tok_text + (nxt.text if nxt else "")
@@ -149,7 +162,13 @@ def _stretch(d: Diagnostic, delta: int) -> Diagnostic:
     )
 
 
-def _reparse_block(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) -> Parse | None:
+def _reparse_block(
+    old: Parse,
+    edit: TextEdit,
+    new_text: str,
+    byte_slice: Callable[[int, int], str],
+    cache: NodeCache,
+) -> Parse | None:
     root = old.tree
     node = root.covering_node(edit.span)
     while node is not None and not (
@@ -165,7 +184,7 @@ def _reparse_block(old: Parse, edit: TextEdit, new_text: str, cache: NodeCache) 
     if not _is_balanced(old_kinds):
         return None  # the old block was never closed: what follows it depends on that
     delta = len(encode(edit.new_text)) - len(edit.span)
-    block_text = _byte_slice(new_text, span.start, span.end + delta)
+    block_text = byte_slice(span.start, span.end + delta)
     lexed = lex(block_text, base=span.start)
     if not _is_balanced(lexed.kinds):
         return None
