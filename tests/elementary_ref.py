@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from kera_core.interp import elementary as E
-from kera_core.interp import expolog32, fp
+from kera_core.interp import fp
 
 NEAR = 16  # binary64 ulps around each binary32 rounding boundary that mpmath decides
 
@@ -36,14 +36,6 @@ NP = {
     "erfc": lambda x: np.frompyfunc(math.erfc, 1, 1)(x).astype(np.float64),
     "pow": np.power,
 }
-# §6.2–§6.5's binary32 functions (kera_core/interp/expolog32.py)
-CR32 = {
-    "exp": np.exp,
-    "log": np.log,
-    "tanh": np.tanh,
-    "sigmoid": lambda x: np.where(x >= 0, 1.0 / (1.0 + np.exp(-x)), np.exp(x) / (1.0 + np.exp(x))),
-}
-NP.update(CR32)
 
 
 def mp_value(name: str, *args: float):
@@ -95,8 +87,6 @@ def mp_value(name: str, *args: float):
         return mp.erf(x)
     if name == "erfc":
         return mp.erfc(x)
-    if name in CR32:
-        return _mp_cr32(name, x)
     raise KeyError(name)
 
 
@@ -138,20 +128,6 @@ def _mp_pow(args):
         v = mp.power(-x, y)
         return -v if int(y) % 2 else v
     return mp.power(x, y)
-
-
-def _mp_cr32(name: str, x):
-    import mpmath as mp
-
-    if name == "exp":
-        return mp.mpf(0) if x == -mp.inf else mp.exp(x)
-    if name == "log":
-        if x < 0:
-            return mp.nan
-        return -mp.inf if x == 0 else mp.log(x)
-    if mp.isinf(x):
-        return mp.sign(x) if name == "tanh" else mp.mpf(int(x > 0))
-    return mp.tanh(x) if name == "tanh" else 1 / (1 + mp.exp(-x))
 
 
 def round_mp(v, t: str) -> float:
@@ -208,16 +184,14 @@ def _near_boundary32(y: np.ndarray, r: np.ndarray) -> np.ndarray:
         return np.isfinite(y) & (dist <= NEAR * np.spacing(np.abs(y)))
 
 
-def check_f32(name: str, x: np.ndarray, y: np.ndarray | None = None, got=None):
-    """Run the interpreter's step list on binary32 x (and y) — or take its results ``got``
-    from elsewhere (scripts/cr32_sweep.py: a compiled kernel) — and compare with the
-    correctly rounded result. Returns (failures, decided): failures a list of (x, y, got,
-    want) and decided the number of inputs mpmath decided."""
+def check_f32(name: str, x: np.ndarray, y: np.ndarray | None = None):
+    """Run the interpreter's step list on binary32 x (and y) and compare with the correctly
+    rounded result. Returns (failures, decided): failures a list of (x, y, got, want) and
+    decided the number of inputs mpmath decided."""
     with np.errstate(all="ignore"):
         x64 = x.astype(np.float64)
         if y is None:
-            if got is None:
-                got = expolog32.unary(name, x) if name in CR32 else E.unary(name, x)
+            got = E.unary(name, x)
             ref = NP[name](x64)
         else:
             got = E.binary(name, x, y)
