@@ -56,7 +56,7 @@
     "copy_to" "print" "argmin" "transpose" "reshape" "broadcast_to" "outer" "concat" "stack"
     "where" "clone" "arange" "linspace" "floor" "ceil" "trunc" "round" "round_half_away"
     "copysign" "exp2" "log2" "expm1" "log1p" "hypot" "sin" "cos" "tan" "atan2"
-    "pow" "erf" "erfc"))
+    "pow" "erf" "erfc" "swap"))
 (call_expression
   function: (field_expression
     field: (field_identifier) @function.call))

@@ -8,16 +8,17 @@ so `C + C` with a bad `C` does not repeat `C`'s error at every use."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kera_core.diagnostics import Diagnostic, error
-from kera_core.interp.errors import InterpError
-from kera_core.interp.ops_impl import HANDLERS
 from kera_core.ir.node import Value
 from kera_core.ir.types import FnType
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.frames import Frame
 from kera_core.syntax import ast
+
+if TYPE_CHECKING:
+    from kera_core.interp.errors import InterpError
 
 _WHAT = {
     ast.CallExpr: "a call",
@@ -162,10 +163,26 @@ def check_constants(env: ModuleEnv) -> list[Diagnostic]:
     return diags
 
 
+_CHECKED = frozenset({"div", "rem", "cast"})  # the scalar operations with checked errors
+
+
 def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
     """Evaluate the lowered constant with the interpreter's handlers (so the compile-time
     value is the run-time one, bit for bit); the K0317 diagnostic of the first operation
-    that fails, at that operation's span, or None when the value is computed."""
+    that fails, at that operation's span, or None when the value is computed.
+
+    Only a checked operation can fail (integer `/` and `%` by zero, a cast): a constant
+    without one is not evaluated here, so checking a file need not load the interpreter
+    (numpy) — `kera check` stays light."""
+    seen: set[bytes] = set()
+    todo = [value.node]
+    while todo:
+        h = todo.pop()
+        if h not in seen:
+            seen.add(h)
+            todo.extend(i.node for i in lw.nodes[h].inputs)
+    if not any(lw.nodes[h].op in _CHECKED for h in seen):
+        return None
     _, failure = _evaluate(lw, value)
     if failure is None:
         return None
@@ -181,6 +198,11 @@ def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
 
 def _evaluate(lw, value: Value) -> tuple[object, tuple[bytes, InterpError] | None]:
     """The value of a lowered constant, or the node that failed and its error."""
+    import numpy as np
+
+    from kera_core.interp.errors import InterpError
+    from kera_core.interp.ops_impl import HANDLERS
+
     results: dict[bytes, object] = {}
     stack = [(value.node, False)]
     while stack:

@@ -16,7 +16,7 @@ syn keyword keraType bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64
 syn keyword keraBuiltin exp log sqrt tanh sigmoid abs fma minimum maximum sum max min argmax mean dot matmul softmax layernorm conv1d zeros full move_to copy_to print
 syn keyword keraBuiltin argmin transpose reshape broadcast_to outer concat stack where clone arange linspace
 syn keyword keraBuiltin floor ceil trunc round round_half_away copysign
-syn keyword keraBuiltin exp2 log2 expm1 log1p hypot sin cos tan atan2 pow erf erfc
+syn keyword keraBuiltin exp2 log2 expm1 log1p hypot sin cos tan atan2 pow erf erfc swap
 
 syn match keraDefName "\h\w*" contained
 syn match keraFunctionCall "\<\h\w*\ze\s*("
