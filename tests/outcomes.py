@@ -35,6 +35,8 @@ def runnable_target(tname: str):
     why = getattr(t, "cannot_run_here", lambda: None)()
     if why:
         tool_missing(why)
+    if tname == "x86_64" and not x86_levels():
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
     return t
 
 

@@ -21,7 +21,7 @@ from kera_core.interp.api import run_function as reference
 from kera_core.loops import ir
 from kera_core.loops.lower import program_of
 from kera_core.loops.run import run_function as loop_run
-from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference, x86_levels
+from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
 
 HELPERS = """
 fn fill[N](y: &mut f32[N], v: f32) {
@@ -214,10 +214,7 @@ def test_loop_program_matches_the_interpreter(name: str, n: int) -> None:
 def test_every_target_matches_the_interpreter(tname: str, name: str) -> None:
     target = runnable_target(tname)
     m = analyzed(HELPERS + PROGRAMS[name])
-    if target.unsupported(m.graph, "f"):
-        pytest.skip(f"{tname}: {target.unsupported(m.graph, 'f')}")
-    if tname == "x86_64" and not x86_levels():
-        pytest.skip("not an x86-64 machine")
+    assert not target.unsupported(m.graph, "f"), target.unsupported(m.graph, "f")
     art = target.lower(m.graph, m.provenance, "f")
     for n in (0, 1, 5, 33):
         inputs = _inputs(n, 100 + n)
@@ -293,8 +290,6 @@ def test_swap_with_fixed_memories_stages_one_copy_per_cycle() -> None:
 @pytest.mark.parametrize("tname", ["wasm", "x86_64", "arm64"])
 def test_exchanged_handles_on_every_target(tname: str) -> None:
     target = runnable_target(tname)
-    if tname == "x86_64" and not x86_levels():
-        pytest.skip("not an x86-64 machine")
     m = analyzed(SWAP_LOOP)
     art = target.lower(m.graph, m.provenance, "f")
     for n, t in ((0, 3), (1, 4), (9, 7), (33, 50)):
