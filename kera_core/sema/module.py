@@ -309,14 +309,7 @@ def _structs_key(env: ModuleEnv) -> bytes:
     """What a signature can see of the structs and constants (a constant can be a dimension,
     §3.3); its memo in ``LoweringCache.sigs`` is keyed by it."""
     w = Writer()
-    for sname in sorted(env.structs):
-        w.str(sname)
-        w.raw(env.structs[sname].hash)
-    for cname in sorted(env.consts):
-        c = env.consts[cname]
-        w.str(cname)
-        w.str(str(c.value.syntax) if c.value is not None else "")
-        w.raw(c.type.hash if c.type is not None else b"")
+    env.write_structs_and_consts(w)
     return digest("fn", w.getvalue())
 
 
