@@ -46,7 +46,7 @@ const PREC = {
 // The core lexer's keyword table (kera_core/syntax/kinds.py: KEYWORDS), in scanner.c's order.
 const KEYWORDS = [
   'as', 'break', 'const', 'continue', 'else', 'false', 'fn', 'for', 'if',
-  'in', 'let', 'mut', 'pub', 'return', 'struct', 'true', 'while',
+  'in', 'let', 'mut', 'pub', 'return', 'struct', 'true', 'use', 'while',
 ];
 
 // Primitive type names are identifiers with a predefined meaning, not keywords (§4.1).
@@ -255,6 +255,24 @@ module.exports = grammar({
       $.function_item,
       $.struct_item,
       $.const_item,
+      $.use_declaration,
+    ),
+
+    // `use linalg::{axpy, dot as inner};`, `use a::b::f as g;` (language.md, "Modules"): each
+    // `module` field is one segment of the module's path (an identifier followed by `::`).
+    use_declaration: $ => seq('use', $._use_path, ';'),
+
+    _use_path: $ => seq(
+      field('module', $.identifier),
+      '::',
+      choice($._use_path, field('list', $.use_list), $.use_item),
+    ),
+
+    use_list: $ => seq('{', commaList($.use_item), '}'),
+
+    use_item: $ => seq(
+      field('name', $.identifier),
+      optional(seq('as', field('alias', $.identifier))),
     ),
 
     visibility_modifier: _ => 'pub',

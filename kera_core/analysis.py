@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from kera_core.diagnostics import Diagnostic, reported
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.borrow import check_ownership
+from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.syntax.parse import Parse, parse
+
+
+def has_uses(p: Parse) -> bool:
+    """Does the file have a `use` declaration (and so belong to a package)?"""
+    return any(c.kind == K.USE for c in p.tree.green.children)
 
 
 @dataclass
@@ -26,8 +32,19 @@ class Analysis:
 
 
 def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis:
-    """Parse and lower; a file with syntax errors is still lowered (the tree is partial)."""
+    """Parse and lower; a file with syntax errors is still lowered (the tree is partial).
+
+    A file with `use` declarations on its own is a package of one module, whose imports
+    are reported (K0209): its package (:func:`kera_core.sema.package.analyze_package`)
+    gives it the other files."""
     p = parse(source)
+    if has_uses(p):
+        from kera_core.sema.package import SourceUnit, analyze_package
+
+        text = p.text
+        one = analyze_package("main", [SourceUnit("main", "<input>", text)], parses={"main": p})
+        m = one.modules["main"]
+        return Analysis(p, m.module, m.diagnostics)
     module = lower_module(p, cache)
     diags = list(p.diagnostics) + module.diagnostics + check_ownership(module, p)
     diags = reported(diags)

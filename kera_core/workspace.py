@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from kera_core.analysis import has_uses
 from kera_core.diagnostics import CODES, Diagnostic, Severity, error, reported
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.env import FnSig
@@ -52,6 +54,7 @@ from kera_core.source import LineIndex, Span, encode, slice_bytes, utf8_len
 from kera_core.stack import deep_recursion
 from kera_core.syntax.parse import Parse, parse
 from kera_core.syntax.reparse import TextEdit, apply_edit, reparse
+from kera_core.workspace_package import Packages, PackageView, package_root, uri_path
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +168,7 @@ class Analysis:
     @cached_property
     def _fn_starts(self) -> tuple[list[int], list[FnSig]]:
         sigs = (
-            sorted(self.module.env.fns.values(), key=lambda s: s.span.start) if self.module else []
+            sorted(self.module.env.local_fns(), key=lambda s: s.span.start) if self.module else []
         )
         return [s.span.start for s in sigs], sigs
 
@@ -189,7 +192,7 @@ class Analysis:
         found = incremental_sigs_between(self.module, lo, hi)
         if found is not None:
             return found
-        return [s for s in self.module.env.fns.values() if s.span.end >= lo and s.span.start <= hi]
+        return [s for s in self.module.env.local_fns() if s.span.end >= lo and s.span.start <= hi]
 
     def function_at(self, offset: int) -> LoweredFn | None:
         sig = self.sig_at(offset)
@@ -225,6 +228,10 @@ class Document:
         # ownership results by LoweredFn.shape: (where the function started, result, movable)
         self._ownership: dict[bytes, tuple[int, list[Diagnostic], bool]] = {}
         self._parse_time = 0.0
+        # the workspace the document is open in: a document with `use` declarations is
+        # analysed with the other files of its package (kera_core/workspace_package.py)
+        self.workspace: Workspace | None = None
+        self._analysis_key: bytes | None = None
         self._set_text(text, None)
 
     # --- text --------------------------------------------------------------------------
@@ -338,22 +345,34 @@ class Document:
         return new
 
     # --- analysis ------------------------------------------------------------------------
+    def package(self) -> PackageView | None:
+        """The package this document is analysed in: when it has `use` declarations and is
+        open in a workspace (else it is analysed on its own)."""
+        if self.workspace is None or self.parse is None or not has_uses(self.parse):
+            return None
+        return self.workspace.package_view(self)
+
     def analysis(self) -> Analysis:
-        """The analysis of the current text (computed at most once per content)."""
-        if self._analysis is not None and self._analysis.version == self.version:
-            return self._analysis
+        """The analysis of the current text (computed at most once per content, and per
+        content of the other files of its package, for a document with imports)."""
         h = self.content_hash
-        hit = self._recent.get(h)
+        view = self.package()
+        key = view.key(h) if view is not None else h
+        a = self._analysis
+        if a is not None and a.version == self.version and self._analysis_key == key:
+            return a
+        hit = self._recent.get(key)
         if hit is not None:
-            self._recent.move_to_end(h)
+            self._recent.move_to_end(key)
             a = hit if hit.version == self.version else replace(hit, version=self.version)
         else:
-            a = self._analyze(h)
+            a = self._analyze(h, view)
             if not _failed(a.diagnostics):  # a failure is never remembered past this text
-                self._recent[h] = a
+                self._recent[key] = a
                 while len(self._recent) > RECENT_VERSIONS:
                     self._recent.popitem(last=False)
         self._analysis = a
+        self._analysis_key = key
         if a.module is not None and a.ownership is not None and not _failed(a.diagnostics):
             self._base = a  # (a failure is never carried over: the next text checks afresh)
         return a
@@ -374,8 +393,10 @@ class Document:
         a.__dict__["line_index"] = self.line_index
         return a
 
-    def _analyze(self, h: bytes) -> Analysis:
+    def _analyze(self, h: bytes, view: PackageView | None = None) -> Analysis:
         timings = {"parse": self._parse_time}
+        if view is not None and self.parse is not None and self.size <= MAX_SEMA_BYTES:
+            return self._analyze_in_package(h, view, self.parse, timings)
         p = self.parse
         module: Module | None = None
         if p is None:
@@ -431,6 +452,33 @@ class Document:
         diags = reported(diags)
         a = Analysis(self.uri, self.version, self.text, h, p, module, diags, timings, own)
         a.__dict__["line_index"] = self.line_index  # share the document's (cached_property slot)
+        return a
+
+    def _analyze_in_package(
+        self, h: bytes, view: PackageView, p: Parse, timings: dict[str, float]
+    ) -> Analysis:
+        """The analysis of a document with imports: its package's files lowered together
+        (each with its own cache); no single-function shortcut (sema/incremental.py)."""
+        assert self.workspace is not None
+        t0 = time.perf_counter()
+        module: Module | None = None
+        try:
+            module, diags = self.workspace.packages.analyze(view, self, p)
+            self.lowerings["module"] += 1
+        except Exception as ex:  # a compiler bug must not take the editor down
+            log.exception("analysing the package of %s failed", self.uri)
+            self.cache = LoweringCache()
+            diags = reported(
+                [
+                    *p.diagnostics,
+                    error(
+                        "K0901", Span(0, 0), f"internal error in sema: {type(ex).__name__}: {ex}"
+                    ),
+                ]
+            )
+        timings["lower"] = time.perf_counter() - t0
+        a = Analysis(self.uri, self.version, self.text, h, p, module, diags, timings, None)
+        a.__dict__["line_index"] = self.line_index
         return a
 
     def _check_ownership(self, module: Module, p: Parse) -> list[Diagnostic]:
@@ -582,11 +630,55 @@ class Workspace:
 
     def __init__(self) -> None:
         self.documents: dict[str, Document] = {}
+        self.packages = Packages()  # the files of packages that are not open
 
     def open(self, uri: str, text: str, version: int = 0) -> Document:
         doc = Document(uri, text, version)
+        doc.workspace = self
         self.documents[uri] = doc
         return doc
+
+    def open_texts(self) -> dict[str, str]:
+        """The texts of the open documents that are files, by absolute path."""
+        out = {}
+        for d in self.documents.values():
+            path = uri_path(d.uri)
+            if path is not None:
+                out[os.path.abspath(path)] = d.text
+        return out
+
+    def package_view(self, doc: Document) -> PackageView | None:
+        """``doc``'s package, its open documents' texts taking precedence over the disk."""
+        return self.packages.view(doc, self.open_texts())
+
+    def locate(self, path: str) -> tuple[str, LineIndex] | None:
+        """A package file's URI and line index (its open document's, else the disk's):
+        where a location in another file (a related note, a definition) is placed."""
+        from kera_core.ide.workspace_index import path_to_uri
+
+        uri = path_to_uri(path)
+        for d in self.documents.values():
+            p = uri_path(d.uri)
+            if p is not None and os.path.abspath(p) == os.path.abspath(path):
+                return d.uri, d.line_index
+        text = self.packages.text_of(path)
+        return None if text is None else (uri, LineIndex(text))
+
+    def dependants(self, uri: str) -> list[Document]:
+        """The other open documents whose analysis can see ``uri``'s file: those with
+        imports in the same package directory (what to re-check when it changes)."""
+        path = uri_path(uri)
+        if path is None:
+            return []
+        root = package_root(os.path.abspath(path))
+        out = []
+        for d in self.documents.values():
+            if d.uri == uri or d.parse is None or not has_uses(d.parse):
+                continue
+            p = uri_path(d.uri)
+            if p is not None and package_root(os.path.abspath(p)) == root:
+                out.append(d)
+        return out
 
     def close(self, uri: str) -> None:
         self.documents.pop(uri, None)

@@ -6,6 +6,8 @@ server agreed on (UTF-16 unless the client offered UTF-8 or UTF-32).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lsprotocol import types as T
 
 from kera_core.diagnostics import Diagnostic, Severity
@@ -39,13 +41,29 @@ def span_of(index: LineIndex, rng: T.Range, enc: str) -> Span:
     return Span(min(a, b), max(a, b))
 
 
-def diagnostic(d: Diagnostic, index: LineIndex, enc: str, uri: str) -> T.Diagnostic:
-    related = [
-        T.DiagnosticRelatedInformation(
-            location=T.Location(uri=uri, range=range_of(index, r.span, enc)), message=r.message
+def diagnostic(
+    d: Diagnostic,
+    index: LineIndex,
+    enc: str,
+    uri: str,
+    locate: Callable[[str], tuple[str, LineIndex] | None] | None = None,
+) -> T.Diagnostic:
+    """An LSP diagnostic; a related note in another file (``Related.path``, a package's
+    other file) is placed by ``locate`` (path -> its uri and line index), or left out."""
+    related = []
+    for r in d.related:
+        r_uri, r_index = uri, index
+        if r.path is not None:
+            found = locate(r.path) if locate is not None else None
+            if found is None:
+                continue
+            r_uri, r_index = found
+        related.append(
+            T.DiagnosticRelatedInformation(
+                location=T.Location(uri=r_uri, range=range_of(r_index, r.span, enc)),
+                message=r.message,
+            )
         )
-        for r in d.related
-    ]
     return T.Diagnostic(
         range=range_of(index, d.span, enc),
         message=d.message,

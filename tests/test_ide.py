@@ -178,7 +178,7 @@ def test_completion(a):
     in_loop = {c.label for c in completion.complete(a, off("x[i] =", 0))}
     assert {"i", "a", "x", "N"} <= in_loop
     top = {c.label for c in completion.complete(a, len(SRC.encode()))}
-    assert top == {"fn", "pub", "struct", "const"}
+    assert top == {"fn", "pub", "struct", "const", "use"}
     ty = {c.label for c in completion.complete(a, off("f32,", 0))}
     assert {"f32", "u8", "bool", "P"} <= ty and "exp" not in ty
     fields = completion.complete(a, off("x + K", 0))

@@ -84,6 +84,12 @@
 (const_item
   name: (identifier) @constant)
 
+; Modules: `use a::b::{f, g as h};`
+(use_declaration
+  module: (identifier) @module)
+(use_item
+  alias: (identifier) @variable)
+
 ; Keywords
 "fn" @keyword.function
 [
@@ -91,6 +97,7 @@
   "const"
   "let"
 ] @keyword
+"use" @keyword.import
 [
   "pub"
   "mut"

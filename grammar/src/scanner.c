@@ -48,12 +48,13 @@ enum TokenType {
   KW_RETURN,
   KW_STRUCT,
   KW_TRUE,
+  KW_USE,
   KW_WHILE,
 };
 
 static const char *const KEYWORDS[] = {
   "as", "break", "const", "continue", "else", "false", "fn", "for", "if",
-  "in", "let", "mut", "pub", "return", "struct", "true", "while",
+  "in", "let", "mut", "pub", "return", "struct", "true", "use", "while",
 };
 
 #define KEYWORD_COUNT (sizeof(KEYWORDS) / sizeof(KEYWORDS[0]))

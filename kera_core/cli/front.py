@@ -26,7 +26,12 @@ def register(sub) -> None:
     f.set_defaults(func=cmd_fmt, fast_exit=True)
 
     c = sub.add_parser("check", help="report diagnostics of every stage")
-    c.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
+    c.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help=".kera files, packages (a directory or a kera.toml), or - for stdin",
+    )
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.set_defaults(func=cmd_check, fast_exit=True)
 
@@ -79,20 +84,33 @@ def cmd_fmt(args) -> int:
 
 def cmd_check(args) -> int:
     from kera_core.analysis import analyze
+    from kera_core.cli import package
+    from kera_core.manifest import is_package_path
 
-    inputs = [read_input(p) for p in args.files]
-    any_err = False
-    rows = []
-    for inp in inputs:
-        a = analyze(inp.text)
-        any_err |= a.has_errors
-        if args.format == "json":
-            rows.extend(json.loads(render_json(a.diagnostics, inp.text, inp.path)))
+    # (path, text, diagnostics) of every file: a package's files each under their path
+    checked: list[tuple[str, str, list]] = []
+    packages = []
+    for path in args.files:
+        if path != "-" and is_package_path(path):
+            pkg = package.load(path)
+            packages.append(pkg)
+            checked += [(m.unit.path, m.unit.text, m.diagnostics) for m in pkg.modules.values()]
         else:
-            _print_diags(a.diagnostics, inp.text, inp.path)
+            inp = read_input(path)
+            checked.append((inp.path, inp.text, analyze(inp.text).diagnostics))
+    any_err = any(d.is_error for _, _, diags in checked for d in diags)
+    rows = []
     if args.format == "json":
+        for path, text, diags in checked:
+            rows.extend(json.loads(render_json(diags, text, path)))
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        n = len(inputs)
+        sources = {path: text for path, text, _ in checked}
+        for path, text, diags in checked:
+            index = LineIndex(text)
+            for d in diags:
+                print(render(d, text, path, index, sources), file=sys.stderr)
+                print(file=sys.stderr)
+        n = len(checked)
         print(f"checked {n} file{'s' if n != 1 else ''}: {'errors found' if any_err else 'ok'}")
     return 1 if any_err else 0

@@ -14,11 +14,11 @@ def register(sub) -> None:
     f = sub.add_parser(
         "fingerprint", help="print the graph hash and one hash per exported function"
     )
-    f.add_argument("file", help="a .kera file, or - for stdin")
+    f.add_argument("file", help="a .kera file, a package (directory or kera.toml), or -")
     f.set_defaults(func=cmd_fingerprint, fast_exit=True)
 
     g = sub.add_parser("graph", help="show the graph: nodes, types, inputs, attributes")
-    g.add_argument("file", help="a .kera file, or - for stdin")
+    g.add_argument("file", help="a .kera file, a package (directory or kera.toml), or -")
     g.add_argument("--fn", metavar="NAME", help="only this function")
     fmt = g.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="JSON for tools")

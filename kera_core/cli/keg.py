@@ -27,7 +27,11 @@ from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg
 
 def register(sub) -> None:
     b = sub.add_parser("build", help="compile a program to an artifact (today: a .keg graph file)")
-    b.add_argument("file", help="a .kera file (or a .keg file to re-encode), or - for stdin")
+    b.add_argument(
+        "file",
+        help="a .kera file, a package (a directory or a kera.toml), a .keg file to "
+        "re-encode, or - for stdin",
+    )
     names = ", ".join(targets.names())
     b.add_argument("--target", default="keg", help=f"what to build: {names}")
     b.add_argument(
@@ -77,7 +81,17 @@ def load_module_or_keg(path: str) -> tuple[Graph, Provenance | None] | None:
     unreadable path raises :class:`UsageError` (exit 2).
     """
     from kera_core.analysis import analyze
+    from kera_core.manifest import is_package_path
 
+    if path != "-" and is_package_path(path):
+        from kera_core.cli import package
+
+        pkg = package.load(path)
+        if pkg.has_errors:
+            package.print_diagnostics(pkg)
+            print(f"{path}: {package.error_count(pkg)} error(s); no graph", file=sys.stderr)
+            return None
+        return pkg.graph, pkg.provenance
     inp = read_input(path)
     if _looks_like_keg(path, inp.raw):
         try:

@@ -50,7 +50,7 @@ def target_names() -> list[str]:
 
 def register(sub) -> None:
     r = sub.add_parser("run", help="run a function and print the digests of its results")
-    r.add_argument("file", help="a .kera file, or - for stdin")
+    r.add_argument("file", help="a .kera file, a package (directory or kera.toml), or -")
     r.add_argument("--entry", required=True, metavar="NAME", help="the exported function to run")
     r.add_argument(
         "--target",
@@ -324,6 +324,11 @@ def run_seeded(module, name: str, seed: int, adversarial: bool = False, target="
 
 
 def _location(module, text: str | None, path: str, node: bytes | None) -> str:
+    package = getattr(module, "package", None)
+    if node is not None and package is not None:
+        from kera_core.cli.package import locate
+
+        return locate(package, node)
     if node is None or text is None:
         return ""
     spans = module.provenance.spans_of(node)
@@ -333,11 +338,31 @@ def _location(module, text: str | None, path: str, node: bytes | None) -> str:
     return f" at {path}:{line + 1}:{col + 1}"
 
 
+def _read_program(path: str):
+    """The input of `kera run`: a file (read) or a package (analysed, in ``package``)."""
+    from kera_core.manifest import is_package_path
+
+    if path != "-" and is_package_path(path):
+        from kera_core.cli import package
+
+        return SimpleNamespace(path=path, package=package.load(path), raw=b"", text=None)
+    inp = read_input(path)
+    return SimpleNamespace(path=inp.path, package=None, raw=inp.raw, text=inp.text)
+
+
 def _load(inp):
     """The program to run: a `.keg` graph file as it is, or source, analysed."""
     from kera_core.analysis import analyze
     from kera_core.keg import KegError, is_keg, read_keg
 
+    if inp.package is not None:
+        pkg = inp.package
+        if pkg.has_errors:
+            from kera_core.cli.package import error_count, print_diagnostics
+
+            print_diagnostics(pkg)
+            raise UsageError(f"{inp.path}: {error_count(pkg)} error(s); nothing to run")
+        return SimpleNamespace(graph=pkg.graph, provenance=pkg.provenance, text=None, package=pkg)
     if is_keg(inp.raw) or inp.path.endswith(".keg"):
         try:
             k = read_keg(inp.raw)
@@ -372,7 +397,7 @@ def cmd_run(args) -> int:
             raise UsageError("--fuel: expected a positive number of instructions")
         budget["fuel"] = args.fuel
     user_dims = parse_dims(args.dims)
-    inp = read_input(args.file)
+    inp = _read_program(args.file)
     m = _load(inp)
     fn = m.graph.functions.get(args.entry)
     if fn is None or not fn.exported:

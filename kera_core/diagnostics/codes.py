@@ -35,6 +35,11 @@ CODES: dict[str, str] = {
     "K0206": "duplicate parameter",
     "K0207": "function replaces a builtin",
     "K0208": "unknown bound",
+    "K0209": "unknown module",
+    "K0210": "unknown item in a module",
+    "K0211": "private item",
+    "K0212": "name imported twice",
+    "K0213": "import conflicts with an item of the file",
     # types and shapes
     "K0301": "mismatched types",
     "K0302": "shape mismatch",

@@ -34,10 +34,12 @@ class Fix:
 
 @dataclass(frozen=True, slots=True)
 class Related:
-    """A secondary location that explains the primary one ("value moved here")."""
+    """A secondary location that explains the primary one ("value moved here"); ``path``
+    names its file when that is not the diagnostic's own (a package's other file)."""
 
     span: Span
     message: str
+    path: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +66,10 @@ class Diagnostic:
             self.severity,
             self.span.shifted(delta),
             self.message,
-            tuple(Related(r.span.shifted(delta), r.message) for r in self.related),
+            tuple(
+                r if r.path is not None else Related(r.span.shifted(delta), r.message)
+                for r in self.related
+            ),
             None
             if self.fix is None
             else Fix(
@@ -81,6 +86,7 @@ class Diagnostic:
             "message": self.message,
             "related": [
                 {"span": {"start": r.span.start, "end": r.span.end}, "message": r.message}
+                | ({"path": r.path} if r.path is not None else {})
                 for r in self.related
             ],
         }

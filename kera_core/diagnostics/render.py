@@ -63,19 +63,32 @@ def _slice_line(index: LineIndex, line: int, start: int, end: int) -> str:
 
 
 def render(
-    diag: Diagnostic, text: str, path: str = "<input>", index: LineIndex | None = None
+    diag: Diagnostic,
+    text: str,
+    path: str = "<input>",
+    index: LineIndex | None = None,
+    sources: dict[str, str] | None = None,
 ) -> str:
-    """A rustc-like rendering: header, location, source line and caret, related notes, fix."""
+    """A rustc-like rendering: header, location, source line and caret, related notes, fix.
+    A related note in another file (``Related.path``) is shown from ``sources`` (path ->
+    text), or as its path alone when that file's text is not given."""
     index = index or LineIndex(text)
     line, col = index.to_chars(diag.span.start)
     out = [f"{diag.severity.value}[{diag.code}]: {diag.message}"]
     out.append(f"  --> {path}:{line + 1}:{col + 1}")
     out += ["  " + s for s in _snippet(index, diag.span.start, diag.span.end, "", "^")]
     for rel in diag.related:
-        rl, rc = index.to_chars(rel.span.start)
         out.append(f"  note: {rel.message}")
-        out.append(f"    --> {path}:{rl + 1}:{rc + 1}")
-        out += ["    " + s for s in _snippet(index, rel.span.start, rel.span.end, "", "-")]
+        rel_index, rel_path = index, path
+        if rel.path is not None and rel.path != path:
+            other = (sources or {}).get(rel.path)
+            if other is None:
+                out.append(f"    --> {rel.path}")
+                continue
+            rel_index, rel_path = LineIndex(other), rel.path
+        rl, rc = rel_index.to_chars(rel.span.start)
+        out.append(f"    --> {rel_path}:{rl + 1}:{rc + 1}")
+        out += ["    " + s for s in _snippet(rel_index, rel.span.start, rel.span.end, "", "-")]
     if diag.fix is not None:
         out.append(f"  help: {diag.fix.title}")
     return "\n".join(out)

@@ -35,6 +35,7 @@ COMMA_LISTS = frozenset(
         K.ARRAY_EXPR,
         K.DIM_PARAM_LIST,
         K.TYPE_PARAM_LIST,
+        K.USE_TREE_LIST,
         K.SHAPE,
         K.STRUCT_LIT_FIELD_LIST,
         K.FIELD_LIST,

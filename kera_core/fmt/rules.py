@@ -59,7 +59,10 @@ NO_SPACE_BEFORE = frozenset(
 NO_SPACE_AFTER = frozenset({K.L_PAREN, K.L_BRACK, K.DOT, K.AT, K.COLON2})
 
 STATEMENTS = frozenset({K.LET_STMT, K.EXPR_STMT})
-ITEMS = frozenset({K.FN, K.STRUCT, K.CONST})
+ITEMS = frozenset({K.FN, K.STRUCT, K.CONST, K.USE})
+# Items of these kinds written on consecutive lines stay together: a table of constants,
+# the `use` declarations at the top of a file.
+RUNS = frozenset({K.CONST, K.USE})
 
 LISTS: dict[SyntaxKind, bool] = {  # comma-separated lists; value: spaces inside delimiters
     K.ARG_LIST: False,
@@ -70,6 +73,7 @@ LISTS: dict[SyntaxKind, bool] = {  # comma-separated lists; value: spaces inside
     K.STRUCT_LIT_FIELD_LIST: True,
     K.TUPLE_EXPR: False,
     K.TUPLE_PAT: False,
+    K.USE_TREE_LIST: False,
 }
 # Types never break: `f32[N, M]` and `(f32, i64)` stay whole (a breakable shape in a
 # return type would otherwise break before the parameter list does); nor does `<T: Float>`.
@@ -77,8 +81,8 @@ FLAT_LISTS = frozenset({K.SHAPE, K.TUPLE_TYPE, K.TYPE_PARAM_LIST})
 # A one-element tuple keeps its comma on one line too: `(x,)` is not `(x)`.
 ONE_COMMA = frozenset({K.TUPLE_EXPR, K.TUPLE_PAT, K.TUPLE_TYPE})
 
-# A run of `const` items written on consecutive lines stays together (a table of
-# constants); every other pair of items gets exactly one blank line.
+# A run of `const` (or `use`) items written on consecutive lines stays together (a table
+# of constants); every other pair of items gets exactly one blank line.
 KEEP_ADJACENT_CONSTS = True
 
 
@@ -183,7 +187,7 @@ class Formatter(ExprRules):
         A ``None`` doc drops the element but keeps its comments. None if empty."""
         out: list[Entry] = []
         gap = 0  # newlines since the last printed element (across dropped ones)
-        prev_const = False
+        prev_kind = None  # the kind of the last element, when it can start a run
         for el, doc in pairs:
             for c in el.lead:
                 self._comment_entry(out, c)
@@ -201,10 +205,10 @@ class Formatter(ExprRules):
                 continue
             parts = [doc, trail_doc(el.trail)] if el.trail else [doc]
             entry = Entry(parts, gap >= 2, el.kind in ITEMS, False)
-            if KEEP_ADJACENT_CONSTS and el.kind is K.CONST and gap < 2 and not el.lead:
-                entry.adjacent_const = prev_const
+            if KEEP_ADJACENT_CONSTS and el.kind in RUNS and gap < 2 and not el.lead:
+                entry.adjacent_const = prev_kind is el.kind
             out.append(entry)
-            prev_const = el.kind is K.CONST
+            prev_kind = el.kind if el.kind in RUNS else None
             gap = 0
         for c in end:
             self._comment_entry(out, c)

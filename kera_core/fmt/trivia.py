@@ -27,7 +27,7 @@ K = SyntaxKind
 
 COMMENTS = frozenset({K.COMMENT, K.DOC_COMMENT})
 WS = K.WHITESPACE
-ITEM_KINDS = frozenset({K.FN, K.STRUCT, K.CONST, K.FIELD})
+ITEM_KINDS = frozenset({K.FN, K.STRUCT, K.CONST, K.FIELD, K.USE})
 # `f(a, /* c */ b)`: an inline block comment after these leads what follows it.
 OPENERS = frozenset({K.COMMA, K.L_PAREN, K.L_BRACK, K.L_BRACE})
 _LINE_WS = " \t\r\f\v"

@@ -38,7 +38,7 @@ def calls(a: Analysis) -> list[Call]:
         return []
     env = a.module.env
     out = []
-    for sig in env.fns.values():
+    for sig in env.local_fns():
         for u in fn_uses(a, sig):
             if u.kind == "fn" and u.name in env.fns and u.span != env.fns[u.name].name_span:
                 out.append(Call(sig.name, u.name, u.span))

@@ -77,7 +77,7 @@ def all_uses(a: Analysis) -> Iterator[Use]:
         return
     env = a.module.env
     yield from env.uses
-    for sig in env.fns.values():
+    for sig in env.local_fns():
         yield from fn_uses(a, sig)
 
 
@@ -126,6 +126,8 @@ def symbol_at(a: Analysis, offset: int) -> Symbol | None:
     if u is not None:
         return Symbol(u.kind, u.name or tok.text, tok.span, env.definition(u), u.owner)
     parent = tok.parent
+    if parent is not None and parent.parent is not None and parent.parent.kind == K.USE_TREE:
+        return _imported_symbol(a, ast.UseTree(parent.parent), tok.span)
     if parent is None or parent.kind != K.NAME or parent.parent is None:
         return None
     item = parent.parent
@@ -134,6 +136,26 @@ def symbol_at(a: Analysis, offset: int) -> Symbol | None:
         return None
     owner = _field_owner(item) if kind == "field" else ""
     return Symbol(kind, tok.text, tok.span, parent.span, owner, True)
+
+
+def _imported_symbol(a: Analysis, tree: ast.UseTree, span: Span) -> Symbol | None:
+    """The item a `use` tree brings in (the cursor on its name or its alias): defined, in
+    this file, by the tree's local name."""
+    local = tree.local
+    if local is None or a.module is None:
+        return None
+    imp = a.module.env.imported.get(local.text)
+    if imp is None or imp.use_span != local.span:
+        return None
+    return Symbol(imp.kind, imp.local, span, imp.use_span, "", True)
+
+
+def imported_origin(a: Analysis, sym: Symbol):
+    """The :class:`~kera_core.sema.env.Imported` a symbol is (None: not an imported item)."""
+    if a.module is None or sym.kind not in ("fn", "struct"):
+        return None
+    imp = a.module.env.origin(sym.kind, sym.name)
+    return imp if imp is not None and imp.use_span == sym.def_span else None
 
 
 def same_symbol(a: Analysis, u: Use, sym: Symbol) -> bool:

@@ -4,7 +4,9 @@
 * in a type position (after `:` of a parameter, `let`, field or const, after `->`, `&`, `mut`): primitive types and structs;
 * after `@`: memory spaces; in an effect list: effects; after `T:` in `<T: …>`: the bounds;
 * elsewhere in a body: the bindings in scope, functions, builtins, constants, structs, keywords;
-* between items: the item keywords.
+* between items: the item keywords;
+* in a `use` declaration: after `use`, the package's modules; after `use m::`, `m`'s `pub`
+  items (and the modules below `m`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class Completion:
     doc: str = ""
 
 
-ITEM_KEYWORDS = ("fn", "pub", "struct", "const")
+ITEM_KEYWORDS = ("fn", "pub", "struct", "const", "use")
 _TYPE_OWNERS = frozenset({K.PARAM, K.LET_STMT, K.FIELD, K.CONST, K.RET_TYPE, K.REF_TYPE})
 
 
@@ -65,11 +67,40 @@ def complete(a: Analysis, offset: int) -> list[Completion]:
         return [Completion(b, "bound", _bound_detail(b), B.BOUND_DOCS[b]) for b in BOUNDS]
     if prev is not None and _type_position(prev):
         return _types(a, offset)
+    use = _use_of(prev)
+    if use is not None:
+        return _use_items(a, use, prev)
     anchor = root.token_at_offset(offset) or before
     in_fn_body = anchor is not None and any(n.kind == K.BLOCK for n in anchor.ancestors())
     if not in_fn_body:
         return [Completion(k, "keyword") for k in ITEM_KEYWORDS]
     return _expression_items(a, offset)
+
+
+def _use_of(prev: SyntaxToken | None):
+    """The `use` declaration the cursor is in, after `use`, a `::`, `{` or `,` of it."""
+    if prev is None or prev.kind not in (K.USE_KW, K.COLON2, K.L_BRACE, K.COMMA):
+        return None
+    return next((n for n in prev.ancestors() if n.kind == K.USE), None)
+
+
+def _use_items(a: Analysis, use, prev: SyntaxToken) -> list[Completion]:
+    """Modules after `use`; after `use m::` (or in its braces) `m`'s `pub` items and the
+    modules below `m` (language.md §3.4)."""
+    modules = a.module.env.modules if a.module is not None else {}
+    if prev.kind == K.USE_KW:
+        tops = sorted({m.split("::")[0] for m in modules})
+        return [Completion(m, "module", "module") for m in tops]
+    path = [r.text for r in ast.Use(use).path if r.span.end <= prev.span.start]
+    name = "::".join(path)
+    kinds = {"fn": "function", "struct": "struct", "const": "const"}
+    out = [Completion(n, kinds[k], f"{kinds[k]} of {name}") for n, k in modules.get(name, ())]
+    below = sorted(
+        {m[len(name) + 2 :].split("::")[0] for m in modules if m.startswith(name + "::")}
+    )
+    if prev.kind == K.COLON2:
+        out += [Completion(m, "module", "module") for m in below]
+    return out
 
 
 def _in_effects(prev: SyntaxToken) -> bool:

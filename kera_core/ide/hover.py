@@ -100,7 +100,11 @@ def _fn_hover(doc: Document | None, a: Analysis, sig: FnSig) -> str:
     parts = [_code(signature_text(sig)), _effects_line(sig.type.effects)]
     if sig.doc:
         parts.append(sig.doc)
-    if sig.is_generic:
+    imp = a.module.env.origin("fn", sig.name) if a.module is not None else None
+    if imp is not None:  # its graph (and fingerprint) is its own file's
+        there = f" (`{imp.name}` there)" if imp.name != imp.local else ""
+        parts.append(f"imported from module `{imp.module}`{there}")
+    elif sig.is_generic:
         parts.append(_instance_lines(a, sig))
     else:
         parts.append(_fingerprint_lines(doc, a, sig.name))

@@ -11,6 +11,7 @@ from kera_core.ide.common import (
     Symbol,
     all_uses,
     fn_uses,
+    imported_origin,
     same_symbol,
     symbol_at,
     token_at,
@@ -32,6 +33,19 @@ class RenameError(Exception):
 def definition(a: Analysis, offset: int) -> Span | None:
     sym = symbol_at(a, offset)
     return sym.def_span if sym is not None else None
+
+
+def definition_location(a: Analysis, offset: int) -> tuple[str | None, Span] | None:
+    """Where the name at ``offset`` is defined: (None, span) in this file, or (path, span)
+    in another file of the package for an imported item (language.md, "Modules"), from a
+    use of it and from its `use` declaration alike."""
+    sym = symbol_at(a, offset)
+    if sym is None or sym.def_span is None:
+        return None
+    imp = imported_origin(a, sym)
+    if imp is not None:
+        return imp.path, imp.def_span
+    return None, sym.def_span
 
 
 def references(a: Analysis, offset: int, include_declaration: bool = True) -> list[Span]:
@@ -72,6 +86,12 @@ def prepare_rename(a: Analysis, offset: int) -> tuple[Span, str]:
         raise RenameError(
             f"{why} and cannot be renamed" if why else f"`{tok.text}` cannot be renamed"
         )
+    imp = imported_origin(a, sym)
+    if imp is not None:
+        raise RenameError(
+            f"`{sym.name}` is imported from module `{imp.module}`: renaming it needs the "
+            "files of its package (the language server's rename, ide/package_refs.py)"
+        )
     return sym.span, tok.text
 
 
@@ -91,15 +111,20 @@ def _type_param_clash(a: Analysis, sym: Symbol, new_name: str) -> bool:
     return new_name in sig.dim_names or new_name in [t.name for t in sig.type_params]
 
 
-def rename(a: Analysis, offset: int, new_name: str) -> list[RenameEdit]:
-    prepare_rename(a, offset)
-    sym = symbol_at(a, offset)
-    assert sym is not None and sym.def_span is not None
+def check_new_name(new_name: str) -> None:
+    """Refuse a new name that is not an identifier or is reserved (:class:`RenameError`)."""
     if not _IDENT.match(new_name):
         raise RenameError(f"`{new_name}` is not an identifier")
     why = B.reserved(new_name)
     if why is not None:
         raise RenameError(f"cannot rename to {why}")
+
+
+def rename(a: Analysis, offset: int, new_name: str) -> list[RenameEdit]:
+    prepare_rename(a, offset)
+    sym = symbol_at(a, offset)
+    assert sym is not None and sym.def_span is not None
+    check_new_name(new_name)
     if new_name == sym.name:
         return []
     env = a.module.env if a.module else None

@@ -134,7 +134,7 @@ def code_lenses(a: Analysis) -> list[Lens]:
     if a.module is None:
         return []
     out = []
-    for sig in sorted(a.module.env.fns.values(), key=lambda s: s.span.start):
+    for sig in sorted(a.module.env.local_fns(), key=lambda s: s.span.start):
         for name in _graph_names(a, sig):
             f = a.module.graph.functions.get(name)
             if f is None:

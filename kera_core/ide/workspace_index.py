@@ -13,10 +13,11 @@ Thread-safety: the disk table is written by the indexing thread and read by the 
 each access takes the lock and readers work on a snapshot. Nothing here knows LSP: positions
 are ``(line, column)`` pairs in the encoding given to the index.
 
-Name resolution: Kera has no imports yet, so a file's items are visible from that file only
-(:meth:`WorkspaceIndex.files_seeing`). References and rename follow resolution, not names, so
-they stay inside the defining file; a function of the same name in another file is another
-function. When modules land, ``files_seeing`` follows the imports and nothing else changes.
+Name resolution: a file's items are visible from that file, and its `pub` items from the files
+of its package that import them (language.md §3.4); references and rename of those follow the
+imports (``kera_core/ide/package_refs.py``), not names: a function of the same name in another
+file is another function. :meth:`WorkspaceIndex.files_seeing` (the call hierarchy's question)
+still answers the file itself.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def index_analysis(a: Analysis, encoding: str) -> FileEntry:
     if a.module is not None:
         from kera_core.ide.hover import signature_text
 
-        details = {n: (s.span, signature_text(s)) for n, s in a.module.env.fns.items()}
+        details = {s.name: (s.span, signature_text(s)) for s in a.module.env.local_fns()}
     pos = _Positions(a.text, encoding)
     pos.index = a.line_index
     syms = symbols_of_tree(a.parse.tree, a.uri, pos, details)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, error, quoted
 from kera_core.ir.encoding import Writer, digest
+from kera_core.ir.node import Function
 from kera_core.ir.types import (
     EFFECTS,
     PRIMS,
@@ -124,6 +125,37 @@ class ConstDef:
     name_span: Span | None = None
 
 
+@dataclass(frozen=True)
+class Imported:
+    """One item a `use` brings into a file of a package (sema/package.py): ``local`` is
+    the name it has here (the alias, if any), ``name`` the one it has in ``module``,
+    whose file ``path`` defines it at ``def_span``; ``use_span`` is the local name in
+    the `use` declaration."""
+
+    kind: str  # "fn" | "struct"
+    local: str
+    name: str
+    module: str
+    path: str
+    def_span: Span
+    use_span: Span
+
+
+@dataclass
+class Imports:
+    """What a file of a package sees of other files: the imported items by local name,
+    the signatures of the imported functions (and of each instance of an imported
+    generic one) and their lowered functions, and the imported structs."""
+
+    items: dict[str, Imported] = field(default_factory=dict)
+    fns: dict[str, FnSig] = field(default_factory=dict)
+    instances: dict[str, FnSig] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
+    structs: dict[str, Struct] = field(default_factory=dict)
+    # every module of the package and its `pub` items as (name, kind): what a `use` can name
+    modules: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+
+
 @dataclass
 class ModuleEnv:
     structs: dict[str, Struct] = field(default_factory=dict)
@@ -137,11 +169,35 @@ class ModuleEnv:
     uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
     bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
     const_values: dict[str, object] = field(default_factory=dict)  # sema/consts.constant_value
+    # the items `use` brought in, by local name (sema/package.py): defined in other files
+    imported: dict[str, Imported] = field(default_factory=dict)
+    # the package's modules and their `pub` items (Imports.modules; empty for a lone file)
+    modules: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+
+    def origin(self, kind: str, name: str) -> Imported | None:
+        """The import a module item's name refers to (None: defined in this file)."""
+        imp = self.imported.get(name)
+        return imp if imp is not None and imp.kind == kind else None
+
+    def is_local(self, name: str) -> bool:
+        """Is the function ``name`` defined in this file (not imported)?"""
+        return name in self.fns and self.origin("fn", name) is None
+
+    def local_fns(self) -> list[FnSig]:
+        """The signatures of the functions this file defines (not the imported ones, whose
+        spans are in their own files)."""
+        if not self.imported:
+            return list(self.fns.values())
+        return [s for n, s in self.fns.items() if self.origin("fn", n) is None]
 
     def definition(self, use: Use) -> Span | None:
-        """Where a use's target is defined, in the current file."""
+        """Where a use's target is defined, in the current file: for an imported item, its
+        name in the `use` declaration (:attr:`imported` says where its module defines it)."""
         if use.def_span is not None:
             return use.def_span
+        imp = self.origin(use.kind, use.name)
+        if imp is not None:
+            return imp.use_span
         if use.kind == "fn" and use.name in self.fns:
             return self.fns[use.name].name_span
         if use.kind == "struct":

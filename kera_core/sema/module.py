@@ -49,6 +49,7 @@ from kera_core.sema.consts import check_constants
 from kera_core.sema.env import (
     ConstDef,
     FnSig,
+    Imports,
     ModuleEnv,
     TypeResolver,
     Use,
@@ -564,15 +565,17 @@ def _calls(sig: FnSig, env: ModuleEnv) -> list[tuple[str, object]]:
 
 
 def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]]) -> list[str]:
-    """Callee-first order (source order among independents); functions in cycles are dropped."""
+    """Callee-first order (source order among independents) of the functions ``callees``
+    has (this file's: an imported callee is lowered already); functions in cycles are
+    dropped."""
     order: list[str] = []
     state: dict[str, str] = {}
     in_cycle: set[str] = set()
-    calls = {name: [(c, None) for c in callees[name]] for name in env.fns}
+    calls = {name: [(c, None) for c in callees[name]] for name in callees}
 
     def visit(name: str, path: list[str]) -> None:
         st = state.get(name)
-        if st == "done":
+        if st == "done" or name not in calls:
             return
         if st == "busy":
             cycle = path[path.index(name) :] + [name]
@@ -584,7 +587,7 @@ def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]
         state[name] = "done"
         order.append(name)
 
-    for name in env.fns:
+    for name in calls:
         visit(name, [])
     visit = None  # type: ignore[assignment]  # a self-referring closure: freed now
     for name in sorted(in_cycle, key=lambda n: env.fns[n].span.start):
@@ -734,32 +737,52 @@ def _lower_guarded(env: ModuleEnv, sig: FnSig, done: dict[str, Function]) -> Low
         return LoweredFn(sig, None, {}, {}, prov, [d], sig.span.start)
 
 
-def lower_module(parse: Parse, cache: LoweringCache | None = None, defer: bool = False) -> Module:
+def lower_module(
+    parse: Parse,
+    cache: LoweringCache | None = None,
+    defer: bool = False,
+    imports: Imports | None = None,
+) -> Module:
     """Build the graph of a parsed file; never raises on bad input.
 
     With ``defer``, callers whose lowering would differ only in their callees' hashes
     are not re-lowered now: their diagnostics, types and uses come from the cached
     lowering of the same shape, and the graph is completed when first read.
+
+    ``imports`` (a file of a package, sema/package.py) are the items its `use`
+    declarations bring in, already lowered in their own files: a call to an imported
+    function names the callee's hash, exactly as a call to one of this file's does.
     """
     # Lowering allocates millions of small acyclic objects: the cyclic GC is paused
     # meanwhile (its full passes over a big file's trees cost ~10 %).
     with deep_recursion(quiet_gc=True):
-        return _lower_module(parse, cache, defer)
+        return _lower_module(parse, cache, defer, imports)
 
 
-def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Module:
+def _lower_module(
+    parse: Parse, cache: LoweringCache | None, defer: bool, imports: Imports | None = None
+) -> Module:
     cache = cache if cache is not None else LoweringCache()
     diags: list[Diagnostic] = []
     root = ast.SourceFile(parse.tree)
     env = ModuleEnv()
     items = root.items
+    if imports is not None:
+        env.imported = imports.items
+        env.modules = imports.modules
+        env.structs.update(imports.structs)
     _collect_structs(root, env, diags, items)
     _collect_signatures(root, env, diags, cache, items)
+    local = list(env.fns)
+    if imports is not None:  # a local item of the same name wins (sema/package.py reports it)
+        for name, sig in imports.fns.items():
+            env.fns.setdefault(name, sig)
+        for name, sig in imports.instances.items():
+            env.instances.setdefault(name, sig)
     env_digest = env.signature_digest()
     diags += _checked_constants(env, items, cache, env_digest)
     callees = {
-        name: [c for c in _callee_names(sig, cache) if c in env.fns]
-        for name, sig in env.fns.items()
+        name: [c for c in _callee_names(env.fns[name], cache) if c in env.fns] for name in local
     }
     order = _order(env, diags, callees)
     # What is lowered: each function, or each instance of a generic one (callees first)
@@ -777,7 +800,8 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
             src.append(_utf8(parse.text))
         return _text_digest(green, src[0], start)
 
-    done: dict[str, Function] = {}  # functions whose graph is final
+    # functions whose graph is final: the imported ones to begin with
+    done: dict[str, Function] = dict(imports.functions) if imports is not None else {}
     stand_ins: dict[str, _StandIn] = {}  # deferred callers that lowered cleanly
     deferred: list[str] = []
     lowered: dict[str, LoweredFn] = {}
@@ -878,8 +902,10 @@ def _lower_module(parse: Parse, cache: LoweringCache | None, defer: bool) -> Mod
         module = Module(graph, prov, env, diags, functions, instances=lowered)
     else:
         module = Module(None, None, env, diags, functions, finish, instances=lowered)
-    # what an edit inside one function needs to redo that function only (sema/incremental.py)
-    module.made_from = (parse.tree, callees, called_of, env_digest, frozenset(deferred))
+    # what an edit inside one function needs to redo that function only (sema/incremental.py);
+    # a file with imports is lowered whole on every edit (its cache still skips the rest)
+    if imports is None:
+        module.made_from = (parse.tree, callees, called_of, env_digest, frozenset(deferred))
     return module
 
 

@@ -227,6 +227,51 @@ class SourceFile(AstNode):
     def consts(self) -> list[Const]:
         return [i for i in self.items if isinstance(i, Const)]
 
+    def uses(self) -> list[Use]:
+        """The `use` declarations (not in ``items``: they define nothing of their own)."""
+        return list(self._children(Use))
+
+
+class Use(AstNode):
+    """`use a::b::{f, g as h};`: the module path and the items brought in."""
+
+    KIND = K.USE
+
+    @property
+    def path(self) -> list[NameRef]:
+        p = self.syntax.child_of_kind(K.USE_PATH)
+        return [] if p is None else [NameRef(c) for c in p.children() if c.kind == K.NAME_REF]
+
+    @property
+    def module(self) -> str:
+        return "::".join(r.text for r in self.path)
+
+    @property
+    def trees(self) -> list[UseTree]:
+        lst = self.syntax.child_of_kind(K.USE_TREE_LIST)
+        if lst is not None:
+            return list(UseTree(c) for c in lst.children() if c.kind == K.USE_TREE)
+        return list(self._children(UseTree))
+
+
+class UseTree(AstNode):
+    """`f` or `f as g` in a `use`: the item's name and the optional local alias."""
+
+    KIND = K.USE_TREE
+
+    @property
+    def item(self) -> NameRef | None:
+        return self._child(NameRef)
+
+    @property
+    def alias(self) -> Name | None:
+        return self._child(Name)
+
+    @property
+    def local(self) -> Name | NameRef | None:
+        """What names the item in this file: the alias, or the item's own name."""
+        return self.alias or self.item
+
 
 _ITEMS: dict[SyntaxKind, type[Item]] = {K.FN: Fn, K.STRUCT: Struct, K.CONST: Const}
 

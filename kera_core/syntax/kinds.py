@@ -40,6 +40,7 @@ class SyntaxKind(IntEnum):
     AS_KW = 34
     BREAK_KW = 35
     CONTINUE_KW = 36
+    USE_KW = 37
     # --- punctuation ------------------------------------------------------
     L_PAREN = 50
     R_PAREN = 51
@@ -109,6 +110,10 @@ class SyntaxKind(IntEnum):
     TYPE_PARAM_LIST = 216  # <T: Float, U: Int>
     TYPE_PARAM = 217  # T: Float
     BOUND = 218  # Float
+    USE = 219  # use linalg::{axpy, dot as inner};
+    USE_PATH = 220  # linalg, a::b (the module)
+    USE_TREE_LIST = 221  # {axpy, dot as inner}
+    USE_TREE = 222  # axpy, dot as inner
     # --- nodes: types -----------------------------------------------------
     NAMED_TYPE = 230  # f32, Point
     TENSOR_TYPE = 231  # f32[N, 4]
@@ -198,6 +203,7 @@ KEYWORDS: dict[str, SyntaxKind] = {
     "as": SyntaxKind.AS_KW,
     "break": SyntaxKind.BREAK_KW,
     "continue": SyntaxKind.CONTINUE_KW,
+    "use": SyntaxKind.USE_KW,
 }
 
 # Longest first: the lexer tries these in order.

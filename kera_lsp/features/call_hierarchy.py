@@ -102,6 +102,7 @@ def setup(server: KeraLanguageServer) -> None:
                     from_ranges=[convert.range_of(idx, s, enc) for s in spans],
                 )
                 for callee, spans in ide.outgoing(a, name).items()
+                if a.module.env.is_local(callee)  # an imported callee's item is in its file
             ]
 
         return await ls.query(uri, fn, default=[])

@@ -17,6 +17,7 @@ from kera_lsp import convert
 from kera_lsp.server import KeraLanguageServer, handler
 
 KINDS = {
+    "module": T.CompletionItemKind.Module,
     "variable": T.CompletionItemKind.Variable,
     "parameter": T.CompletionItemKind.Variable,
     "dim": T.CompletionItemKind.TypeParameter,

@@ -24,12 +24,13 @@ log = logging.getLogger("kera_lsp")
 MAX_PUBLISHED = 500
 
 
-def lsp_diagnostics(a: Analysis, enc: str, uri: str) -> list[T.Diagnostic]:
+def lsp_diagnostics(a: Analysis, enc: str, uri: str, locate=None) -> list[T.Diagnostic]:
     """The LSP diagnostics of an analysis (pushed and pulled alike), at most MAX_PUBLISHED
-    of them, then one saying how many were left out."""
+    of them, then one saying how many were left out. ``locate`` places notes in other
+    files of a package (:meth:`~kera_core.workspace.Workspace.locate`)."""
     index = a.line_index
     shown = a.diagnostics[:MAX_PUBLISHED]
-    out = [convert.diagnostic(d, index, enc, uri) for d in shown]
+    out = [convert.diagnostic(d, index, enc, uri, locate) for d in shown]
     if len(a.diagnostics) > len(shown):
         out.append(
             T.Diagnostic(
@@ -91,7 +92,7 @@ class Publisher:
                 (time.thread_time() - cpu) * 1000,
                 {k: round(v * 1000, 1) for k, v in a.timings.items()},
             )
-            return a.version, lsp_diagnostics(a, enc, uri)
+            return a.version, lsp_diagnostics(a, enc, uri, ls.kera.locate)
 
         try:
             result = await ls.run(job)

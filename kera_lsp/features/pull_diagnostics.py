@@ -20,7 +20,10 @@ IDENTIFIER = "kera"
 
 
 def result_id(doc: Document) -> str:
-    return doc.content_hash.hex()[:32]
+    """The document's text, and for one with imports the texts of its package's files."""
+    view = doc.package()
+    key = view.key(doc.content_hash) if view is not None else doc.content_hash
+    return key.hex()[:32]
 
 
 def _report(ls: KeraLanguageServer, uri: str, previous: str | None, enc: str):
@@ -32,7 +35,7 @@ def _report(ls: KeraLanguageServer, uri: str, previous: str | None, enc: str):
     if previous == rid:
         return doc.version, rid, None
     a = doc.analysis()
-    return a.version, rid, lsp_diagnostics(a, enc, uri)
+    return a.version, rid, lsp_diagnostics(a, enc, uri, ls.kera.locate)
 
 
 def setup(server: KeraLanguageServer) -> None:

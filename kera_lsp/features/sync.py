@@ -60,6 +60,7 @@ def setup(server: KeraLanguageServer) -> None:
 
         fut = ls.run(job)
         ls.publisher.schedule(td.uri, immediate=True)
+        dependants_changed(ls, td.uri)
         if len(td.text) >= progress.OPEN_PROGRESS_BYTES:
             progress.analysis_progress(
                 ls, td.uri, td.version, len(td.text.encode("utf-8", "replace"))
@@ -76,6 +77,7 @@ def setup(server: KeraLanguageServer) -> None:
         ls.same_bits.cancel(uri)  # a running same-bits check describes an older version
         fut = ls.run(ls.kera.change, uri, version, _changes(params), ls.encoding)
         ls.publisher.schedule(uri)
+        dependants_changed(ls, uri)
         await fut
 
     @server.feature(T.TEXT_DOCUMENT_DID_SAVE, T.SaveOptions(include_text=False))
@@ -91,6 +93,7 @@ def setup(server: KeraLanguageServer) -> None:
             ls.same_bits.schedule(params.text_document.uri)  # in the background
         await fut
         workspace.file_touched(ls, params.text_document.uri)
+        dependants_changed(ls, params.text_document.uri)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     @handler
@@ -101,6 +104,7 @@ def setup(server: KeraLanguageServer) -> None:
         ls.same_bits.cancel(uri)
         await ls.run(ls.kera.close, uri)
         workspace.file_touched(ls, uri)
+        dependants_changed(ls, uri)
         ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(T.SHUTDOWN)
@@ -111,6 +115,25 @@ def setup(server: KeraLanguageServer) -> None:
     @server.feature(T.EXIT)
     def exit_(ls: KeraLanguageServer, params):
         ls.worker.stop()
+
+
+def dependants_changed(ls: KeraLanguageServer, uri: str) -> None:
+    """``uri``'s file changed (an edit, a save, a close, on disk): the open documents that
+    import from its package are checked again and their diagnostics published (an
+    analysis is redone only if a file it sees changed: Document.analysis)."""
+
+    async def refresh() -> None:
+        uris = await ls.run(lambda: [d.uri for d in ls.kera.dependants(uri)])  # on the worker
+        for u in uris:
+            if u in ls.versions:
+                ls.publisher.schedule(u)
+
+    task = asyncio.ensure_future(refresh())
+    _refreshing.add(task)
+    task.add_done_callback(_refreshing.discard)
+
+
+_refreshing: set[asyncio.Task] = set()
 
 
 async def pull_configuration(ls: KeraLanguageServer) -> None:

@@ -194,3 +194,7 @@ def setup(server: KeraLanguageServer) -> None:
                 _update(ls, idx.remove, ev.uri)
             elif path.endswith(".kera") and idx.in_roots(path):
                 _update(ls, idx.index_path, path)
+            if path.endswith(".kera"):
+                from kera_lsp.features.sync import dependants_changed
+
+                dependants_changed(ls, ev.uri)

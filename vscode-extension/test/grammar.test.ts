@@ -145,6 +145,14 @@ test("numbers with suffixes, ranges and invalid literals", () => {
   has(hex, "f32", "constant.numeric.integer.hexadecimal");
 });
 
+test("use declarations: the keyword and the module path", () => {
+  const src = "use geo::shapes::{area, norm as size};\npub fn f() {}";
+  has(src, "use", "keyword.other.use");
+  has(src, "geo", "entity.name.namespace");
+  has(src, "shapes", "entity.name.namespace");
+  has(src, "pub", "storage.modifier");
+});
+
 test("keywords, booleans, casts", () => {
   const src =
     "pub fn f(mut x: i32) -> bool { let mut y = x as i64; if true { return false; } else { while y > 0 { break; } } for i in 0..3 { continue; } y == 0 }";

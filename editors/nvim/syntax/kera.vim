@@ -10,6 +10,7 @@ syn keyword keraRepeat for in while
 syn keyword keraStatement return break continue
 syn keyword keraKeyword fn struct const let nextgroup=keraDefName skipwhite
 syn keyword keraModifier pub mut
+syn keyword keraInclude use
 syn keyword keraOperatorWord as
 syn keyword keraBoolean true false
 syn keyword keraType bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64
@@ -49,6 +50,7 @@ hi def link keraRepeat Repeat
 hi def link keraStatement Statement
 hi def link keraKeyword Keyword
 hi def link keraModifier StorageClass
+hi def link keraInclude Include
 hi def link keraOperatorWord Operator
 hi def link keraBoolean Boolean
 hi def link keraType Type

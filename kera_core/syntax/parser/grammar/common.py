@@ -9,7 +9,7 @@ from kera_core.syntax.parser.parser import Parser
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
-ITEM_FIRST = frozenset({K.FN_KW, K.STRUCT_KW, K.CONST_KW, K.PUB_KW})
+ITEM_FIRST = frozenset({K.FN_KW, K.STRUCT_KW, K.CONST_KW, K.PUB_KW, K.USE_KW})
 
 EXPR_FIRST = frozenset(
     {

@@ -1,4 +1,4 @@
-"""Items: functions, structs and constants at the top level of a file."""
+"""Items: functions, structs, constants and `use` declarations at the top level of a file."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def item(p: Parser) -> None:
         struct(p, m)
     elif k == K.CONST_KW:
         const(p, m)
+    elif k == K.USE_KW and not has_vis:
+        use(p, m)
     elif has_vis:
         p.error("K0101", f"expected `fn`, `struct` or `const` after `pub`, found {describe(k)}")
         p.complete(m, K.ERROR)
@@ -42,7 +44,7 @@ def item(p: Parser) -> None:
         recover_until(
             p,
             "K0101",
-            f"expected an item (`fn`, `struct` or `const`), found {describe(k)}",
+            f"expected an item (`fn`, `struct`, `const` or `use`), found {describe(k)}",
             _ITEM_RECOVERY,
         )
         if not p.at_eof() and not p.at_any(_ITEM_RECOVERY):
@@ -174,3 +176,52 @@ def const(p: Parser, m: Marker) -> None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
     p.expect(K.SEMI)
     p.complete(m, K.CONST)
+
+
+def use(p: Parser, m: Marker) -> None:
+    """`use a::b::{f, g as h};` or `use a::b::f;` (language.md, "Modules"): the module path
+    (every segment but the last) is a USE_PATH, each imported item a USE_TREE."""
+    p.bump()  # use
+    path = p.start()
+    has_path = p.at(K.IDENT)
+    if has_path:
+        p.leaf(K.NAME_REF)
+        # a segment is part of the module path while another `::` follows it
+        while p.at(K.COLON2) and p.nth(1) == K.IDENT and p.nth(2) == K.COLON2:
+            p.bump()  # ::
+            p.leaf(K.NAME_REF)
+    else:
+        p.error("K0100", f"expected a module name after `use`, found {describe(p.current())}")
+    p.complete(path, K.USE_PATH)
+    if p.eat(K.COLON2):
+        if p.at(K.L_BRACE):
+            trees = p.start()
+            p.bump()
+            delimited(p, K.R_BRACE, {K.IDENT}, _use_tree, "an item name")
+            p.complete(trees, K.USE_TREE_LIST)
+        elif p.at(K.IDENT):
+            _use_tree(p)
+        else:
+            p.error(
+                "K0100", f"expected an item name or `{{` after `::`, found {describe(p.current())}"
+            )
+    elif has_path:
+        p.error(
+            "K0100",
+            f"expected `::` and the items to use (`use module::{{f, g}};`), found "
+            f"{describe(p.current())}",
+        )
+    p.expect(K.SEMI)
+    p.complete(m, K.USE)
+
+
+def _use_tree(p: Parser) -> None:
+    m = p.start()
+    p.leaf(K.NAME_REF)
+    if p.eat(K.AS_KW) and not name(p, "a name after `as`"):
+        if not p.at_any(_USE_TREE_END) and not p.at_eof():
+            p.bump_error()  # `as 3`: the token is reported; the list goes on after it
+    p.complete(m, K.USE_TREE)
+
+
+_USE_TREE_END = frozenset({K.COMMA, K.R_BRACE, K.SEMI}) | ITEM_FIRST

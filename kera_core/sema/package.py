@@ -1,0 +1,507 @@
+"""A package: several files, one module each, checked and lowered together.
+
+A file is a module (`linalg.kera` is `linalg`, `a/b.kera` is `a::b`); `use a::b::{f, g as h};`
+brings items of another module into a file (language.md, "Modules"). Each file is lowered
+on its own by :func:`~kera_core.sema.module.lower_module`, in its own coordinates (spans,
+diagnostics, caches), with the items it imports given to it already lowered: a call to an
+imported function names the callee's hash, exactly as a call within a file does, so a
+function's hash depends on what it calls and never on which file it is in or the name it
+is imported under.
+
+Files are lowered dependencies first. Modules that import each other (a cycle of
+modules, allowed when no function recursion arises) are lowered together until nothing
+changes: each pass sees the functions the previous one finished, so it takes as many
+passes as calls cross between them, plus one; recursion across files is reported here
+(K0315), recursion within a file by the file's own lowering.
+
+The package's graph holds every file's functions: a `pub` function under its own name (the
+package's interface: `kera run --entry`, the fingerprint), a private one under
+`module::name`, so two files may each have a helper of the same name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kera_core.diagnostics import Diagnostic, Related, error, reported
+from kera_core.ir.graph import Graph
+from kera_core.ir.node import Function
+from kera_core.ir.provenance import Provenance
+from kera_core.sema.borrow import check_ownership
+from kera_core.sema.env import Imported, Imports, did_you_mean, instance_name
+from kera_core.sema.module import LoweringCache, Module, lower_module
+from kera_core.source import Span
+from kera_core.syntax import ast
+from kera_core.syntax.kinds import SyntaxKind as K
+from kera_core.syntax.parse import Parse, parse
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One file of a package: its module name, the path diagnostics show, its text."""
+
+    module: str
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Declared:
+    """An item a file defines, as `use` sees it (read off the syntax tree)."""
+
+    kind: str  # "fn" | "struct" | "const"
+    name: str
+    is_pub: bool
+    span: Span  # the item's name
+
+
+@dataclass(frozen=True)
+class Request:
+    """One resolved `use` tree: ``local`` in the importing file is ``item`` of ``module``."""
+
+    module: str
+    item: Declared
+    local: str
+    use_span: Span  # the local name in the `use` (the alias, or the item's name)
+    item_span: Span  # the item's name in the `use` (the same as ``use_span`` without `as`)
+
+
+@dataclass
+class ModuleResult:
+    """One file of a package, analysed."""
+
+    unit: SourceUnit
+    parse: Parse
+    module: Module
+    imports: Imports
+    requests: list[Request]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+class Package:
+    """Every file of a package, analysed, and (when read) the package's graph."""
+
+    def __init__(self, name: str, modules: dict[str, ModuleResult]) -> None:
+        self.name = name
+        self.modules = modules  # by module name, dependencies first
+        self._graph: tuple[Graph, Provenance] | None = None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(m.has_errors for m in self.modules.values())
+
+    def by_path(self, path: str) -> ModuleResult | None:
+        return next((m for m in self.modules.values() if m.unit.path == path), None)
+
+    def sources(self) -> dict[str, str]:
+        """path -> text of every file (what a related note in another file is shown from)."""
+        return {m.unit.path: m.unit.text for m in self.modules.values()}
+
+    @property
+    def graph(self) -> Graph:
+        return self._merged()[0]
+
+    @property
+    def provenance(self) -> Provenance:
+        """Each function's provenance, in its own file's coordinates (see :meth:`file_of`)."""
+        return self._merged()[1]
+
+    def file_of(self, graph_name: str) -> ModuleResult | None:
+        """The file a function of :attr:`graph` is defined in."""
+        module = graph_name.rsplit("::", 1)[0] if "::" in graph_name else None
+        if module is not None:
+            return self.modules.get(module)
+        for m in self.modules.values():
+            f = m.module.graph.functions.get(graph_name)
+            if f is not None and f.exported:
+                return m
+        return None
+
+    def _merged(self) -> tuple[Graph, Provenance]:
+        if self._graph is None:
+            graph, prov = Graph(), Provenance()
+            for m in self.modules.values():
+                g, p = m.module.graph, m.module.provenance
+                graph.nodes.update(g.nodes)
+                graph.regions.update(g.regions)
+                for name, f in g.functions.items():
+                    gname = graph_name(m.unit.module, name, f.exported)
+                    graph.functions[gname] = Function(
+                        gname, f.type, f.region, f.exported, f.outputs
+                    )
+                    if name in p.functions:
+                        prov.functions[gname] = dataclasses.replace(p.functions[name], name=gname)
+            self._graph = (graph, prov)
+        return self._graph
+
+
+def graph_name(module: str, name: str, exported: bool) -> str:
+    """A function's name in a package's graph: its own if `pub`, else `module::name`."""
+    return name if exported else f"{module}::{name}"
+
+
+def declared(p: Parse) -> dict[str, Declared]:
+    """The items a file defines, by name (the first of a name: a second is K0202 anyway)."""
+    out: dict[str, Declared] = {}
+    for it in ast.SourceFile(p.tree).items:
+        n = it.name
+        if n is None or not n.text or n.text in out:
+            continue
+        kind = (
+            "fn" if isinstance(it, ast.Fn) else "struct" if isinstance(it, ast.Struct) else "const"
+        )
+        out[n.text] = Declared(kind, n.text, it.is_pub, n.span)
+    return out
+
+
+def resolve_uses(
+    module: str,
+    p: Parse,
+    items: dict[str, dict[str, Declared]],
+    paths: dict[str, str],
+) -> tuple[list[Request], list[Diagnostic]]:
+    """The `use` declarations of ``module``'s file, resolved against what every module
+    of the package defines (``items``: module -> name -> item); ``paths``: module -> file."""
+    diags: list[Diagnostic] = []
+    requests: list[Request] = []
+    local = items.get(module, {})
+    seen: dict[str, Span] = {}
+    for u in ast.SourceFile(p.tree).uses():
+        path = u.path
+        if not path or any(not r.text for r in path):
+            continue  # the parser reported it
+        name = u.module
+        span = Span(path[0].span.start, path[-1].span.end)
+        if name == module:
+            diags.append(
+                error("K0209", span, f"`{name}` is this file's own module: use its items directly")
+            )
+            continue
+        target = items.get(name)
+        if target is None:
+            others = [m for m in items if m != module]
+            known = ", ".join(f"`{m}`" for m in sorted(others))
+            where = (
+                f"the other modules of this package: {known}"
+                if others
+                else "a file checked on its own has no other modules: check its package, "
+                "the directory"
+            )
+            diags.append(
+                error(
+                    "K0209",
+                    span,
+                    f"unknown module `{name}` ({where})" + did_you_mean(name, others),
+                )
+            )
+            continue
+        for tree in u.trees:
+            ref = tree.item
+            where = tree.local
+            if ref is None or where is None or not ref.text or not where.text:
+                continue
+            item = target.get(ref.text)
+            if item is None:
+                pubs = [d.name for d in target.values() if d.is_pub]
+                diags.append(
+                    error(
+                        "K0210",
+                        ref.span,
+                        f"module `{name}` has no item `{ref.text}`" + did_you_mean(ref.text, pubs),
+                    )
+                )
+                continue
+            if not item.is_pub:
+                diags.append(
+                    error(
+                        "K0211",
+                        ref.span,
+                        f"{_what(item)} `{ref.text}` is private to module `{name}`: mark it "
+                        f"`pub` there to use it here",
+                        related=(Related(item.span, "defined here", paths[name]),),
+                    )
+                )
+                # still imported: its uses here resolve, so this is the one error about it
+            if item.kind == "const":
+                diags.append(
+                    error(
+                        "K0210",
+                        ref.span,
+                        f"constant `{ref.text}` of module `{name}` cannot be imported: a `use` "
+                        "brings in functions and structs; repeat the constant here",
+                    )
+                )
+                continue
+            alias = where.text
+            if alias in seen:
+                diags.append(
+                    error(
+                        "K0212",
+                        where.span,
+                        f"`{alias}` is imported twice",
+                        related=(Related(seen[alias], "first imported here"),),
+                    )
+                )
+                continue
+            seen[alias] = where.span
+            mine = local.get(alias)
+            if mine is not None:
+                diags.append(
+                    error(
+                        "K0213",
+                        where.span,
+                        f"the import `{alias}` conflicts with the {_what(mine)} `{alias}` of "
+                        f"this file: import it under another name (`{ref.text} as …`)",
+                        related=(Related(mine.span, f"`{alias}` is defined here"),),
+                    )
+                )
+                continue
+            requests.append(Request(name, item, alias, where.span, ref.span))
+    return requests, diags
+
+
+def _exported_twice(
+    units: Sequence[SourceUnit],
+    items: dict[str, dict[str, Declared]],
+    paths: dict[str, str],
+    diags: dict[str, list[Diagnostic]],
+) -> None:
+    """K0202 on a `pub fn` whose name another file's `pub fn` has: the package's
+    interface (its graph's exported functions) names each once."""
+    first: dict[str, tuple[str, Declared]] = {}
+    for u in units:
+        for d in items[u.module].values():
+            if d.kind != "fn" or not d.is_pub:
+                continue
+            if d.name not in first:
+                first[d.name] = (u.module, d)
+                continue
+            other, od = first[d.name]
+            diags[u.module].append(
+                error(
+                    "K0202",
+                    d.span,
+                    f"`pub fn {d.name}` is defined in module `{other}` too: the exported "
+                    "functions of a package have distinct names",
+                    related=(Related(od.span, "first defined here", paths[other]),),
+                )
+            )
+
+
+def _what(item: Declared) -> str:
+    return {"fn": "function", "struct": "struct", "const": "constant"}[item.kind]
+
+
+def imports_of(
+    requests: Sequence[Request],
+    lowered: dict[str, Module],
+    paths: dict[str, str],
+    modules: dict[str, tuple[tuple[str, str], ...]] | None = None,
+) -> Imports:
+    """What ``requests`` bring in from the modules lowered so far (``lowered``);
+    ``modules``: every module's `pub` items (for completion)."""
+    imp = Imports(modules=modules or {})
+    for r in requests:
+        src = lowered.get(r.module)
+        if src is None:
+            continue  # not lowered yet (a cycle of modules: a later pass has it)
+        name = r.item.name
+        env = src.env
+        imp.items[r.local] = Imported(
+            r.item.kind, r.local, name, r.module, paths[r.module], r.item.span, r.use_span
+        )
+        if r.item.kind == "struct":
+            if name in env.structs and name in env.struct_spans:
+                imp.structs[r.local] = env.structs[name]
+            continue
+        sig = env.fns.get(name)
+        if sig is None or not env.is_local(name):
+            continue  # its signature did not resolve (reported in its file)
+        imp.fns[r.local] = dataclasses.replace(sig, name=r.local)
+        functions = src.graph.functions
+        if sig.is_generic:
+            for inst in env.instances.values():
+                if inst.generic != name:
+                    continue
+                local = instance_name(r.local, inst.type_args)
+                imp.instances[local] = dataclasses.replace(inst, name=local, generic=r.local)
+                if inst.name in functions:
+                    imp.functions[local] = functions[inst.name]
+        elif name in functions:
+            imp.functions[r.local] = functions[name]
+    return imp
+
+
+def _components(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components, each after the ones it depends on (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                elif nxt in on:
+                    low[v] = min(low[v], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(comp, key=nodes.index))
+    return out
+
+
+def _state(m: Module) -> tuple:
+    """What another file can see of a lowered file: its signatures and function hashes."""
+    fns = m.graph.functions
+    return (m.env.signature_digest(), tuple(sorted((n, f.hash) for n, f in fns.items())))
+
+
+def analyze_package(
+    name: str,
+    units: Sequence[SourceUnit],
+    caches: dict[str, LoweringCache] | None = None,
+    parses: dict[str, Parse] | None = None,
+) -> Package:
+    """Parse, resolve and lower every file of a package; never raises on bad input.
+
+    ``caches`` (module -> cache) keep each file's lowerings between calls (the language
+    server); ``parses`` (module -> parse) are used instead of parsing a file again."""
+    caches = caches if caches is not None else {}
+    parses = parses or {}
+    parsed = {u.module: parses.get(u.module) or parse(u.text) for u in units}
+    paths = {u.module: u.path for u in units}
+    items = {m: declared(p) for m, p in parsed.items()}
+    requests: dict[str, list[Request]] = {}
+    use_diags: dict[str, list[Diagnostic]] = {}
+    for u in units:
+        requests[u.module], use_diags[u.module] = resolve_uses(
+            u.module, parsed[u.module], items, paths
+        )
+    _exported_twice(units, items, paths, use_diags)
+    order = [u.module for u in units]
+    edges = {m: {r.module for r in requests[m]} for m in order}
+    lowered: dict[str, Module] = {}
+    imports: dict[str, Imports] = {}
+    exports = {m: tuple((d.name, d.kind) for d in items[m].values() if d.is_pub) for m in order}
+    components = _components(order, edges)  # dependencies first
+    for comp in components:
+        passes = 1 + sum(len(items[m]) for m in comp) if len(comp) > 1 else 1
+        before: dict[str, tuple] = {}
+        for _ in range(passes):
+            for m in comp:
+                imports[m] = imports_of(requests[m], lowered, paths, exports)
+                cache = caches.setdefault(m, LoweringCache())
+                lowered[m] = lower_module(parsed[m], cache, imports=imports[m])
+            now = {m: _state(lowered[m]) for m in comp}
+            if now == before:
+                break
+            before = now
+    cross = _cross_file_recursion(order, lowered, imports, paths)
+    results: dict[str, ModuleResult] = {}
+    by_module = {u.module: u for u in units}
+    for comp in components:
+        for m in comp:
+            p, mod = parsed[m], lowered[m]
+            diags = [
+                *p.diagnostics,
+                *use_diags[m],
+                *mod.diagnostics,
+                *cross.get(m, []),
+                *check_ownership(mod, p),
+            ]
+            results[m] = ModuleResult(
+                by_module[m], p, mod, imports[m], requests[m], reported(diags)
+            )
+    return Package(name, results)
+
+
+def _cross_file_recursion(
+    order: list[str],
+    lowered: dict[str, Module],
+    imports: dict[str, Imports],
+    paths: dict[str, str],
+) -> dict[str, list[Diagnostic]]:
+    """K0315 on each call that crosses files on a cycle of calls (recursion through more
+    than one file; a cycle within one file is reported by its lowering)."""
+    calls: dict[tuple[str, str], list[tuple[tuple[str, str], Span]]] = {}
+    for m in order:
+        env = lowered[m].env
+        for name, sig in env.fns.items():
+            if not env.is_local(name) or sig.ast is None or sig.ast.body is None:
+                continue
+            out = calls[(m, name)] = []
+            for n in sig.ast.body.syntax.descendants():
+                if n.kind != K.CALL_EXPR:
+                    continue
+                callee = ast.CallExpr(n).callee
+                if not isinstance(callee, ast.PathExpr) or callee.name is None:
+                    continue
+                c = callee.name.text
+                imp = imports[m].items.get(c)
+                if imp is not None and imp.kind == "fn":
+                    out.append(((imp.module, imp.name), callee.span))
+                elif env.is_local(c):
+                    out.append(((m, c), callee.span))
+    nodes = list(calls)
+    keyed = {f"{a}\0{b}": (a, b) for a, b in nodes}
+    edges = {
+        f"{a}\0{b}": {f"{x}\0{y}" for (x, y), _ in calls[(a, b)] if (x, y) in calls}
+        for a, b in nodes
+    }
+    out: dict[str, list[Diagnostic]] = {}
+    for comp in _components(list(keyed), edges):
+        members = {keyed[k] for k in comp}
+        if len({mod for mod, _ in members}) < 2:
+            continue
+        for caller in sorted(members):
+            for callee, span in calls[caller]:
+                if callee in members and callee[0] != caller[0]:
+                    out.setdefault(caller[0], []).append(
+                        error(
+                            "K0315",
+                            span,
+                            f"recursion is not supported: `{caller[1]}` calls `{callee[1]}` of "
+                            f"module `{callee[0]}`, which leads back to `{caller[1]}` (a "
+                            "function's hash would contain itself)",
+                            related=(
+                                Related(
+                                    lowered[callee[0]].env.fns[callee[1]].name_span,
+                                    f"`{callee[1]}` is defined here",
+                                    paths[callee[0]],
+                                ),
+                            ),
+                        )
+                    )
+    return out

@@ -1,0 +1,313 @@
+"""Modules (language.md, "Modules"): `use` and `pub` across the files of a package.
+
+Hashes follow calls, not files or import names (moving a function to another file, or
+importing it under another name, changes no hash and not the fingerprint); resolution
+errors (K0209–K0213), recursion across files (K0315) and clashing exports (K0202) are
+diagnostics with a span and, where the cause is in another file, a note there; a package
+runs bit-identically on every runnable target; the CLI takes a directory or a manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kera_core.analysis import analyze
+from kera_core.cli import main
+from kera_core.interp.api import run_function
+from kera_core.manifest import ManifestError, load_package, module_name
+from kera_core.sema.package import SourceUnit, analyze_package
+from kera_core.targets import run_module
+from tests.outcomes import outcome, runnable_target
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "pkg"
+
+LINALG = """\
+pub fn axpy[N](a: f32, x: &f32[N], y: &mut f32[N]) {
+    for i in 0..N {
+        y[i] = y[i] + scale(a, x[i]);
+    }
+}
+
+fn scale(a: f32, v: f32) -> f32 {
+    a * v
+}
+
+pub struct Point {
+    pub x: f32,
+    pub y: f32,
+}
+
+pub fn norm2<T: Float>[N](x: &T[N]) -> T {
+    dot(x, x)
+}
+"""
+MAIN = """\
+use linalg::{axpy, Point, norm2};
+
+pub fn run[N](x: &f32[N], y: &mut f32[N]) -> f32 {
+    axpy(2.0, x, y);
+    norm2(y)
+}
+
+pub fn len2(p: Point) -> f32 {
+    p.x * p.x + p.y * p.y
+}
+"""
+# the same program in one file: `run` calls the same `axpy`, `scale` and `norm2`
+ONE_FILE = LINALG + "\n" + MAIN.split("\n", 2)[2]
+
+
+def package(files: dict[str, str], name: str = "test"):
+    units = [SourceUnit(module_name(p), p, t) for p, t in sorted(files.items())]
+    return analyze_package(name, units)
+
+
+def clean(files: dict[str, str]):
+    pkg = package(files)
+    errors = [(m, d.code, d.message) for m, r in pkg.modules.items() for d in r.diagnostics]
+    assert not errors, errors
+    return pkg
+
+
+def hashes(graph) -> dict[str, bytes]:
+    """Function hashes by name, a private function's module prefix left out."""
+    return {n.rsplit("::", 1)[-1]: f.hash for n, f in graph.functions.items()}
+
+
+def codes(pkg, module: str) -> list[str]:
+    return [d.code for d in pkg.modules[module].diagnostics]
+
+
+# --- hashing ------------------------------------------------------------------------
+
+
+def test_moving_functions_to_another_file_keeps_every_hash():
+    one = analyze(ONE_FILE)
+    assert not one.has_errors, one.diagnostics
+    pkg = clean({"linalg.kera": LINALG, "main.kera": MAIN})
+    assert hashes(pkg.graph) == hashes(one.module.graph)
+    assert pkg.graph.fingerprint() == one.module.fingerprint
+    # the package's interface is its `pub` functions; a private one is `module::name`
+    assert sorted(f.name for f in pkg.graph.exported()) == sorted(
+        f.name for f in one.module.graph.exported()
+    )
+    assert "linalg::scale" in pkg.graph.functions
+
+
+def test_the_import_alias_and_the_file_layout_change_no_hash():
+    base = clean({"linalg.kera": LINALG, "main.kera": MAIN})
+    aliased = MAIN.replace(
+        "use linalg::{axpy, Point, norm2};", "use linalg::{axpy as ax, Point as P, norm2 as n2};"
+    )
+    aliased = aliased.replace("axpy(", "ax(").replace("norm2(", "n2(").replace("p: Point", "p: P")
+    # and `linalg` moved to a nested module, `scale` to a third file
+    helper = "pub fn scale(a: f32, v: f32) -> f32 {\n    a * v\n}\n"
+    linalg = "use util::scale;\n\n" + LINALG.replace(helper.replace("pub ", ""), "")
+    moved = clean(
+        {
+            "math/linalg.kera": linalg,
+            "util.kera": helper,
+            "main.kera": aliased.replace("use linalg::", "use math::linalg::"),
+        }
+    )
+    assert hashes(moved.graph) == hashes(base.graph)
+    # `scale` is `pub` now, so the interface (and the fingerprint) has one more function
+    assert moved.graph.functions["scale"].hash == base.graph.functions["linalg::scale"].hash
+
+
+def test_a_callee_change_in_another_file_changes_its_callers():
+    base = clean({"linalg.kera": LINALG, "main.kera": MAIN})
+    edited = clean({"linalg.kera": LINALG.replace("a * v", "v * a"), "main.kera": MAIN})
+    assert edited.graph.functions["axpy"].hash != base.graph.functions["axpy"].hash
+    assert edited.graph.functions["run"].hash != base.graph.functions["run"].hash
+    assert edited.graph.functions["len2"].hash == base.graph.functions["len2"].hash
+
+
+def test_modules_that_import_each_other_without_recursion():
+    a = "use b::twice;\n\npub fn quad(x: f32) -> f32 {\n    twice(twice(x))\n}\n\npub fn one() -> f32 {\n    1.0\n}\n"
+    b = "use a::one;\n\npub fn twice(x: f32) -> f32 {\n    x * 2.0 * one()\n}\n"
+    pkg = clean({"a.kera": a, "b.kera": b})
+    single = analyze(
+        "pub fn one() -> f32 {\n    1.0\n}\n\npub fn twice(x: f32) -> f32 {\n    x * 2.0 * one()\n}\n\n"
+        "pub fn quad(x: f32) -> f32 {\n    twice(twice(x))\n}\n"
+    )
+    assert hashes(pkg.graph) == hashes(single.module.graph)
+
+
+# --- diagnostics --------------------------------------------------------------------
+
+
+def test_resolution_errors_have_codes_spans_and_notes():
+    main = (
+        "use linalg::{scale, nothing, axpy};\n"
+        "use linalgg::axpy;\n"
+        "use linalg::Point as axpy;\n"
+        "use linalg::norm2 as run;\n"
+        "use main::run;\n\n"
+        "pub fn run(x: f32) -> f32 {\n    scale(x, x)\n}\n"
+    )
+    pkg = package({"linalg.kera": LINALG, "main.kera": main})
+    diags = {(d.code, main[d.span.start : d.span.end]): d for d in pkg.modules["main"].diagnostics}
+    assert set(diags) == {
+        ("K0211", "scale"),  # private: still resolved, so `scale(x, x)` gets nothing more
+        ("K0210", "nothing"),
+        ("K0209", "linalgg"),
+        ("K0212", "axpy"),
+        ("K0213", "run"),
+        ("K0209", "main"),
+    }
+    private = diags[("K0211", "scale")]
+    (note,) = private.related
+    assert note.path == "linalg.kera"
+    assert LINALG[note.span.start : note.span.end] == "scale"
+    assert "did you mean `linalg`" in diags[("K0209", "linalgg")].message
+    assert diags[("K0212", "axpy")].related[0].span.start == main.index("axpy")
+    assert pkg.has_errors and codes(pkg, "linalg") == []
+
+
+def test_constants_are_not_imported():
+    pkg = package({"c.kera": "pub const K: f32 = 2.0;\n", "main.kera": "use c::K;\n\nfn f() {}\n"})
+    assert codes(pkg, "main") == ["K0210"]
+    assert "cannot be imported" in pkg.modules["main"].diagnostics[0].message
+
+
+def test_recursion_across_files_is_k0315_on_each_crossing_call():
+    a = "use b::g;\n\npub fn f(x: f32) -> f32 {\n    g(x)\n}\n"
+    b = "use a::f;\n\npub fn g(x: f32) -> f32 {\n    f(x)\n}\n"
+    pkg = package({"a.kera": a, "b.kera": b})
+    assert codes(pkg, "a") == ["K0315"] and codes(pkg, "b") == ["K0315"]
+    (d,) = pkg.modules["a"].diagnostics
+    assert a[d.span.start : d.span.end] == "g"
+    assert d.related[0].path == "b.kera"
+
+
+def test_two_files_exporting_one_name_is_k0202():
+    pkg = package(
+        {
+            "a.kera": "pub fn f() {}\n",
+            "b.kera": "pub fn f() {}\n\nfn g() {}\n",
+            "c.kera": "fn g() {}\n",
+        }
+    )
+    assert codes(pkg, "a") == [] and codes(pkg, "b") == ["K0202"] and codes(pkg, "c") == []
+
+
+def test_a_file_with_use_on_its_own():
+    a = analyze("use linalg::axpy;\n\npub fn f() {}\n")
+    assert [d.code for d in a.diagnostics] == ["K0209"]
+    assert "on its own" in a.diagnostics[0].message
+
+
+# --- running ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tname", ["wasm", "x86_64", "arm64"])
+def test_a_package_runs_with_the_interpreters_bits(tname):
+    t = runnable_target(tname)
+    src = load_package(str(EXAMPLE))
+    pkg = analyze_package(src.name, src.units)
+    assert not pkg.has_errors
+    for n in (1, 3, 16):
+        x = [((i * 37) % 11 - 5) / 4 for i in range(n)]
+        import numpy as np
+
+        inputs = {"x": np.array(x, dtype=np.float32)}
+        want = outcome(lambda: run_function(pkg, "analyse", inputs))  # noqa: B023
+        assert want.startswith("ok ")
+        assert outcome(lambda: run_module(t, pkg, "analyse", inputs)) == want, (tname, n)  # noqa: B023
+
+
+# --- the manifest and the CLI -------------------------------------------------------
+
+
+def test_module_names_and_the_manifest(tmp_path):
+    assert module_name("a/b.kera") == "a::b"
+    src = load_package(str(EXAMPLE))
+    assert src.name == "signal"
+    assert sorted(u.module for u in src.units) == ["dsp::filters", "main", "stats"]
+    (tmp_path / "kera.toml").write_text('[package]\nname = "x"\nentry = "main"\n')
+    with pytest.raises(ManifestError, match="unknown key"):
+        load_package(str(tmp_path))
+    (tmp_path / "kera.toml").write_text("[package\n")
+    with pytest.raises(ManifestError, match="invalid TOML"):
+        load_package(str(tmp_path))
+
+
+def test_cli_on_a_directory_and_a_manifest(capsys, tmp_path):
+    assert main(["check", str(EXAMPLE)]) == 0
+    assert "checked 3 files: ok" in capsys.readouterr().out
+    assert main(["fingerprint", str(EXAMPLE / "kera.toml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("sha3-256:")
+    assert [ln.split()[1] for ln in lines[1:]] == [
+        "analyse", "average", "centered", "smooth", "summarize",
+    ]  # fmt: skip
+    assert main(["graph", str(EXAMPLE), "--fn", "stats::total"]) == 0
+    assert "fn stats::total" in capsys.readouterr().out
+    assert main(["run", str(EXAMPLE), "--entry", "analyse", "--dims", "N=8"]) == 0
+    assert "output result Summary" in capsys.readouterr().out
+    # errors: printed under each file's own path, with the note in the other file
+    (tmp_path / "lib.kera").write_text("fn hidden() {}\n")
+    (tmp_path / "main.kera").write_text("use lib::hidden;\n\npub fn f() {\n    hidden();\n}\n")
+    assert main(["check", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"--> {tmp_path / 'main.kera'}:1:10" in err
+    assert f"--> {tmp_path / 'lib.kera'}:1:4" in err
+    assert main(["check", str(tmp_path), "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["code"], Path(r["path"]).name) for r in rows] == [("K0211", "main.kera")]
+    assert rows[0]["related"][0]["path"] == str(tmp_path / "lib.kera")
+    assert main(["fingerprint", str(tmp_path)]) == 1
+    assert main(["check", str(tmp_path / "nope")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+# --- the workspace (what the language server asks) --------------------------------
+
+
+def test_workspace_analyses_a_document_with_its_package(tmp_path):
+    from kera_core.ide import completion, hover, navigation
+    from kera_core.workspace import Workspace
+
+    (tmp_path / "linalg.kera").write_text(LINALG)
+    (tmp_path / "main.kera").write_text(MAIN)
+    ws = Workspace()
+    main_uri = (tmp_path / "main.kera").as_uri()
+    doc = ws.open(main_uri, MAIN, 1)
+    a = doc.analysis()
+    assert a.diagnostics == []
+    call = MAIN.index("axpy(")
+    assert navigation.definition_location(a, call) == (
+        str(tmp_path / "linalg.kera"),
+        navigation.definition_location(a, MAIN.index("axpy"))[1],
+    )
+    # within the file, the `use` tree is the imported name's definition
+    assert navigation.references(a, call) == [
+        navigation.definition(a, call),
+        navigation.definition(a, call).__class__(call, call + 4),
+    ]
+    assert "imported from module `linalg`" in hover.hover(a, call, doc).markdown
+    # an open document of the package takes precedence over its file, and a change in it
+    # is a new analysis of its dependants
+    lib_uri = (tmp_path / "linalg.kera").as_uri()
+    ws.open(lib_uri, LINALG.replace("pub fn axpy", "fn axpy"), 1)
+    assert [d.uri for d in ws.dependants(lib_uri)] == [main_uri]
+    assert [d.code for d in doc.analysis().diagnostics] == ["K0211"]
+    ws.close(lib_uri)
+    assert doc.analysis().diagnostics == []
+    # completion in a `use`
+    doc2 = ws.open((tmp_path / "third.kera").as_uri(), "use linalg::\n", 1)
+    labels = {c.label for c in completion.complete(doc2.analysis(), len("use linalg::"))}
+    assert labels == {"axpy", "Point", "norm2"}
+
+
+def test_a_run_time_error_names_the_file_it_is_in(capsys, tmp_path):
+    (tmp_path / "lib.kera").write_text("pub fn at[N](x: &f32[N], i: i64) -> f32 {\n    x[i]\n}\n")
+    (tmp_path / "main.kera").write_text(
+        "use lib::at;\n\npub fn first[N](x: &f32[N]) -> f32 {\n    at(x, 100)\n}\n"
+    )
+    assert main(["run", str(tmp_path), "--entry", "first", "--dims", "N=4"]) == 1
+    assert f"at {tmp_path / 'lib.kera'}:2:5" in capsys.readouterr().err
