@@ -474,7 +474,22 @@ module.exports = grammar({
 
     arguments: $ => seq('(', commaList($._expression), ')'),
 
-    index_arguments: $ => seq('[', commaList($._expression), ']'),
+    // A slice's ranges may leave out a bound (`x[..]`, `x[..hi]`, `x[lo..]`): only here,
+    // as the core parser's `_index_element` (docs/language.md §6.14).
+    index_arguments: $ => seq('[', commaList($._index_element), ']'),
+
+    _index_element: $ => choice($._expression, alias($._open_range, $.range_expression)),
+
+    _open_range: $ => choice(
+      prec.right(PREC.range, seq(
+        field('operator', choice('..', '..=')),
+        optional(field('right', $._or_level)),
+      )),
+      prec(PREC.range, seq(
+        field('left', $._or_level),
+        field('operator', choice('..', '..=')),
+      )),
+    ),
 
     unit_expression: _ => seq('(', ')'),
 

@@ -17,7 +17,8 @@ scalar accumulators, tuples (built, read with `.0`/`.1`, taken apart by `let` pa
 `mut` and `_`, nested, and returned by functions whose callers destructure them), calls to
 earlier functions (by `&` and `&mut`, a `&mut` parameter passed on by name), borrows held
 in variables (`let r = &mut y;` written and passed through while `y` goes unnamed,
-`let v = &y;` read), `swap` of two tensors (owned or `&mut`) or two scalars, early exits
+`let v = &y;` read), views of whole tensors in their place (`&mut y[..]`, `&y[0..N]`,
+`&mut y[..N]`) and one-element slices written (`y[i..i + 1] += v`), `swap` of two tensors (owned or `&mut`) or two scalars, early exits
 (`break`, `continue`, `return` inside loops), `while` conditions that read carried
 values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
 shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
@@ -326,7 +327,12 @@ class Gen:
                 return self.stmt(env, budget)
             y = self.choice(targets)
             op = self.choice(["=", "=", "+=", "-="])
-            return [f"{y}[{self.choice(env.indices)}] {op} {self.scalar(env, 2)};"]
+            i = self.choice(env.indices)
+            if self.d(st.integers(0, 3)) == 0:  # a slice of one element, `i..i + 1`
+                if op == "=":
+                    return [f"{y}[{i}..{i} + 1] = {self.choice(env.tensors)}[{i}..{i} + 1];"]
+                return [f"{y}[{i}..{i} + 1] {op} {self.scalar(env, 2)};"]
+            return [f"{y}[{i}] {op} {self.scalar(env, 2)};"]
         if kind == "old":
             s = self.fresh("old")
             e = f"{self.choice(env.tensors)}[{self.choice(env.indices)}]"
@@ -486,7 +492,7 @@ class Gen:
                 sc = self.scalar(env, 1)
                 args.append(sc if w not in _names(sc) else "a")
                 # a `&mut` parameter or reference variable is passed on by name, or reborrowed
-                args.append(w if w in env.ref_mut and self.d(st.booleans()) else f"&mut {w}")
+                args.append(self.mut_arg(env, w))
             v = self.fresh("c")
             call = f"{f['name']}({', '.join(args)})"
             if f["ret"] == "tensor":
@@ -536,8 +542,16 @@ class Gen:
         return [f"for {v} in {it} {{", *_ind(body), "}"]
 
     def mut_arg(self, env: Env, name: str) -> str:
-        """`name` where `&mut` is wanted: `&mut name`, or a `&mut` borrow passed on as it is."""
-        return name if name in env.ref_mut and self.d(st.booleans()) else f"&mut {name}"
+        """`name` where `&mut` is wanted: `&mut name`, or a `&mut` borrow passed on as it is;
+        a tensor also as a view of all of it."""
+        if name in env.ref_mut and self.d(st.booleans()):
+            return name
+        tensor = name in env.mut_tensors or name in env.ref_mut
+        return f"&mut {name}{self.whole_view() if tensor else ''}"
+
+    def whole_view(self) -> str:
+        """Nothing, or a slice of a whole `[N]` tensor (same type): `[..]`, `[0..N]`, `[..N]`."""
+        return self.choice(["", "", "", "[..]", "[0..N]", "[..N]"])
 
     def swap(self, env: Env) -> list[str]:
         """`swap(&mut a, &mut b)` of two distinct tensors (owned or `&mut`) or scalars."""
@@ -559,7 +573,7 @@ class Gen:
             v = self.fresh("v")
             ty = f": &{t}[N]" if self.d(st.booleans()) else ""
             use = self.choice([f"sum({v})", f"dot({v}, x)", f"dot(x, &{v})"])
-            return [f"let {v}{ty} = &{y};", f"acc = acc + {use};"]
+            return [f"let {v}{ty} = &{y}{self.whole_view()};", f"acc = acc + {use};"]
         r = self.fresh("r")
         ty = f": &mut {t}[N]" if self.d(st.booleans()) else ""
         inner = env.child(
@@ -567,7 +581,7 @@ class Gen:
             mut_tensors=[n for n in env.mut_tensors if n != y],
             ref_mut=[n for n in env.ref_mut if n != y] + [r],
         )
-        out = [f"let {r}{ty} = &mut {y};"]
+        out = [f"let {r}{ty} = &mut {y}{self.whole_view()};"]
         kinds = ["assign_tensor", "call"] + (["update", "update"] if env.indices else [])
         for _ in range(self.d(st.integers(1, 2))):
             k = self.choice(kinds)

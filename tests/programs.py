@@ -47,6 +47,15 @@ def scalar_expr(depth: int, n_locals: int):
     if n_locals:
         leaves.append(st.builds(lambda i: ("local", i), st.integers(0, n_locals - 1)))
     leaves.append(st.builds(lambda f: ("reduce", f), st.sampled_from(SCALAR_FNS)))
+    # a reduction of a slice: `sum(&x[1..])`, `max(x[..N - 1])`, `sum(&x[..])` (value or view)
+    leaves.append(
+        st.builds(
+            lambda f, part, by_ref: ("slice_reduce", f, part, by_ref),
+            st.sampled_from(SCALAR_FNS),
+            st.sampled_from(["1..", "..N - 1", "..", "1..N", "0..N"]),
+            st.booleans(),
+        )
+    )
     leaves.append(st.just(("dot",)))
     leaf = st.one_of(*leaves)
     if depth <= 0:
@@ -124,6 +133,10 @@ def _e(e, nm: Names, sp: str, elem: str = "f32") -> str:
         return f"{nm.local}{e[1]}"
     if tag == "reduce":
         return f"{e[1]}(&{nm.x})"
+    if tag == "slice_reduce":
+        _, f, part, by_ref = e
+        part = part.replace("N", nm.dim)
+        return f"{f}({'&' if by_ref else ''}{nm.x}[{part}])"
     if tag == "dot":
         return f"dot(&{nm.x},{sp}&{nm.y})"
     if tag == "bin":

@@ -24,7 +24,7 @@ import numpy as np
 
 from kera_core.interp import printing
 from kera_core.interp.errors import InterpError
-from kera_core.interp.ops_impl import HANDLERS, check_indices
+from kera_core.interp.ops_impl import HANDLERS, check_indices, slice_region
 from kera_core.interp.values import TOKEN, bind_all, concrete_shape
 from kera_core.ir.dims import check_exprs, exprs_of_function
 from kera_core.ir.graph import Graph
@@ -32,7 +32,18 @@ from kera_core.ir.node import Function, Node, Region
 from kera_core.ir.ops import REGISTRY
 from kera_core.ir.types import Tensor, strip_ref
 
-CONTROL = ("for", "while", "if", "call", "update", "param", "print", "move_to", "copy_to")
+CONTROL = (
+    "for",
+    "while",
+    "if",
+    "call",
+    "update",
+    "update_slice",
+    "param",
+    "print",
+    "move_to",
+    "copy_to",
+)
 
 
 @dataclass
@@ -205,6 +216,14 @@ class Machine:
                 t = t.copy()
                 self.copies += 1
             t[idx] = vals[-1]
+            return (t,)
+        if op == "update_slice":  # in place when no one else holds the tensor, as `update`
+            t = vals[0]
+            region = slice_region(t, vals[1:-1], node, ctx)
+            if id(t) in self.held or not t.flags.writeable:
+                t = t.copy()
+                self.copies += 1
+            t[region] = vals[-1]
             return (t,)
         if op == "if":
             region = node.regions[0] if bool(vals[0]) else node.regions[1]

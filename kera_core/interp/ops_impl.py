@@ -307,6 +307,46 @@ def _index(node: Node, ctx, t, *idx):
     return t[check_indices(t, idx, node)]
 
 
+def slice_region(t: np.ndarray, bounds, node: Node, ctx) -> tuple:
+    """The numpy index of the region a ``slice``/``update_slice`` node takes, every bound
+    checked (docs/semantics.md §7.8): an index ``0 ≤ i < n``, a range ``0 ≤ lo ≤ hi ≤ n``
+    whose length is the type's (R0001 otherwise)."""
+    want = concrete_shape(node.attr("type"), ctx.dims)
+    out: list = []
+    k = 0
+    kept = 0
+    for axis, a in enumerate(node.attr("axes")):
+        n = t.shape[axis]
+        if a == "index":
+            i = int(bounds[k])
+            k += 1
+            if not 0 <= i < n:
+                raise index_error(i, n, axis, node.hash)
+            out.append(i)
+            continue
+        if a == "all":
+            out.append(slice(None))
+            kept += 1
+            continue
+        lo = int(bounds[k])
+        hi = int(bounds[k + 1]) if a == "range" else n
+        k += 2 if a == "range" else 1
+        if not (0 <= lo <= hi <= n and hi - lo == want[kept]):
+            raise InterpError(
+                "R0001",
+                f"slice {lo}..{hi} is out of bounds for dimension {axis} of size {n}",
+                node.hash,
+            )
+        out.append(slice(lo, hi))
+        kept += 1
+    return tuple(out)
+
+
+@handles("slice")
+def _slice(node: Node, ctx, t, *bounds):
+    return np.array(t[slice_region(t, bounds, node, ctx)], copy=True)
+
+
 @handles("full")
 def _full(node: Node, ctx, v):
     t = node.attr("type")

@@ -389,6 +389,70 @@ def _update(inputs, attrs):
     return (t,)
 
 
+# --- slices (docs/language.md §6.14, docs/semantics.md §7.8) ------------------------------------
+
+# how a slice takes each axis of its tensor, and how many integer operands that axis has
+SLICE_AXES = {"index": 1, "range": 2, "from": 1, "all": 0}
+
+
+def slice_operand_count(axes: tuple) -> int:
+    return sum(SLICE_AXES[a] for a in axes)
+
+
+def _slice_rule(t: Tensor, operands: tuple[Type, ...], attrs: dict) -> Tensor:
+    """Check a slice's attributes and operands against its tensor; its result type."""
+    axes = attrs.get("axes")
+    to = attrs.get("type")
+    if not isinstance(axes, tuple) or any(a not in SLICE_AXES for a in axes):
+        raise TypeRuleError(f"a slice needs `axes` (one of {sorted(SLICE_AXES)} per axis)", "K0326")
+    if len(axes) != t.rank:
+        raise TypeRuleError(f"expected {t.rank} index(es), found {len(axes)}", "K0304")
+    if len(operands) != slice_operand_count(axes):
+        raise TypeRuleError(
+            f"the slice takes {slice_operand_count(axes)} bound(s), found {len(operands)}", "K0303"
+        )
+    for o in operands:
+        if not (isinstance(o, Prim) and o.is_int):
+            raise TypeRuleError(f"a slice bound must be an integer, found `{o}`", "K0327")
+    kept = [k for k, a in enumerate(axes) if a != "index"]
+    if (
+        not isinstance(to, Tensor)
+        or to.elem != t.elem
+        or to.space != t.space
+        or to.rank != len(kept)
+        or any(to.shape[j] != t.shape[k] for j, k in enumerate(kept) if axes[k] == "all")
+    ):
+        raise TypeRuleError(f"`{to}` is not a slice of `{t}` along {axes}", "K0326")
+    return to
+
+
+@op(
+    "slice",
+    None,
+    "a copy of a region of a tensor: per axis (attr `axes`) one index (`index`, the axis is "
+    "dropped), `lo`, `hi` (`range`: elements lo … hi−1), `lo` (`from`: lo to the end) or "
+    "nothing (`all`); the result type is `type`",
+)
+def _slice(inputs, attrs):
+    t = _tensor_arg(inputs[0], "slicing")
+    return (_slice_rule(t, inputs[1:], attrs),)
+
+
+@op(
+    "update_slice",
+    None,
+    "a copy of the tensor with the region `slice` (same attrs and bounds) reads replaced by "
+    "the last operand (a functional store through a view)",
+)
+def _update_slice(inputs, attrs):
+    t = _tensor_arg(inputs[0], "assignment")
+    to = _slice_rule(t, inputs[1:-1], attrs)
+    v = value_type(inputs[-1])
+    if v != to:
+        raise TypeRuleError(f"cannot store `{v}` into the slice `{to}` of `{t}`", "K0301")
+    return (t,)
+
+
 @op("full", 1, "a tensor of type `type` with every element equal to the operand")
 def _full(inputs, attrs):
     t: Tensor = attrs["type"]

@@ -213,6 +213,7 @@ class _Frame:
     refs: dict = field(default_factory=dict)  # buf id -> live values holding it
     freeable: set = field(default_factory=set)  # buf ids this frame frees at their last use
     bufs: dict = field(default_factory=dict)  # buf id -> Buf
+    users: dict = field(default_factory=dict)  # (node, index) -> the region's nodes using it
 
 
 def leaves(v) -> list:
@@ -501,6 +502,7 @@ class _FnLowering:
                 for v in n.inputs:
                     k = (v.node, v.index)
                     frame.uses[k] = frame.uses.get(k, 0) + 1
+                    frame.users.setdefault(k, []).append(n)
             for v in region.yields:
                 k = (v.node, v.index)
                 frame.uses[k] = frame.uses.get(k, 0) + 1
@@ -627,6 +629,10 @@ class _FnLowering:
             return [self.index(n, ins)]
         if op == "update":
             return [self.update(n, ins, dying)]
+        if op == "slice":
+            return [self.slice(n, ins)]
+        if op == "update_slice":
+            return [self.update_slice(n, ins, dying)]
         if op == "full":
             t = n.attr("type")
             out = self.alloc(t.elem.name, self.shape_of(t), t.space)
@@ -842,6 +848,8 @@ class _FnLowering:
         at, rest = self.flat_index(n, t, idx)
         if self.exclusive(frame, t, dying[0]):
             out = TVal(t.buf, t.shape, t.offset, t.elem, owned=True)
+        elif self.stored_back(n, frame, t, dying[0]):
+            out = TVal(t.buf, t.shape, t.offset, t.elem, owned=False)
         else:
             out = self.copy_new(t)
             at = self.e.add_i(self.e.op("sub", at, t.offset) if not t.whole else at, imm("i64", 0))
@@ -849,6 +857,154 @@ class _FnLowering:
             self.e.emit(Copy(out.buf, at, v.buf, v.offset, self.size(rest)))
         else:
             self.e.store(out.buf, at, v)
+        return out
+
+    # --- slices (docs/semantics.md §7.8) ---------------------------------------------------------
+    def slice_layout(self, n: Node, t: TVal, bounds: list) -> tuple[Operand, list, tuple, bool]:
+        """Check a slice's bounds (R0001, axis by axis, as the interpreter) and lay it out
+        over ``t``: (element offset of its first element relative to ``t``'s, the stride of
+        each kept axis, the view's shape, whether its elements are contiguous — leading
+        indices, then at most one range, then whole axes)."""
+        e = self.e
+        shape = self.shape_of(n.attr("type"))
+        strides: list[Operand] = []
+        acc: Operand = imm("i64", 1)
+        for d in reversed(t.shape):
+            strides.insert(0, acc)
+            acc = e.mul_i(acc, d)
+        at: Operand = imm("i64", 0)
+        kept: list[Operand] = []
+        k = 0
+        contiguous = True
+        for axis, a in enumerate(n.attr("axes")):
+            d = t.shape[axis]
+            if a == "all":
+                kept.append(strides[axis])
+                continue
+            if kept:
+                contiguous = False  # an index or a range after a kept axis
+            lo = bounds[k]
+            lo = lo if lo.type == "i64" else e.op("convert", lo, to="i64")
+            zero = imm("i64", 0)
+            if a == "index":
+                ok = e.op("and", e.op("ge", lo, zero), e.op("lt", lo, d))
+                e.emit(Check(ok, "R0001", f"index out of bounds on axis {axis}", n.hash))
+                k += 1
+            else:
+                if a == "range":
+                    hi = bounds[k + 1]
+                    hi = hi if hi.type == "i64" else e.op("convert", hi, to="i64")
+                    k += 2
+                else:
+                    hi = d
+                    k += 1
+                size = shape[len(kept)]
+                ok = e.op(
+                    "and",
+                    e.op("and", e.op("ge", lo, zero), e.op("le", lo, hi)),
+                    e.op("and", e.op("le", hi, d), e.op("eq", e.op("sub", hi, lo), size)),
+                )
+                e.emit(Check(ok, "R0001", f"slice out of bounds on axis {axis}", n.hash))
+                kept.append(strides[axis])
+            at = e.add_i(at, e.mul_i(lo, strides[axis]))
+        return at, kept, shape, contiguous
+
+    def slice(self, n: Node, ins: list):
+        """A read view: the tensor's own buffer at an offset where the region is
+        contiguous (nothing copied), else its elements gathered into a new buffer."""
+        t = ins[0]
+        at, strides, shape, contiguous = self.slice_layout(n, t, ins[1:])
+        if contiguous:
+            return TVal(t.buf, shape, self.e.add_i(t.offset, at), t.elem, owned=False)
+        out = self.alloc(t.elem, shape, t.buf.space)
+        e = self.e
+
+        def body(idx: list) -> None:
+            src = at
+            for i, st in zip(idx, strides, strict=True):
+                src = e.add_i(src, e.mul_i(i, st))
+            e.store(out.buf, self.flat(idx, shape), self.element(t, src))
+
+        self.nest(shape, body)
+        return out
+
+    def stored_back(self, n: Node, frame: _Frame, t, dying: bool) -> bool:
+        """Is the ``update`` ``n`` a store through a view that goes straight back —
+        ``update_slice(x, b, update(slice(x, b), j, v))``, `r[j] = v` with
+        `let r = &mut x[…];` — with ``x`` owned, whole and used by nothing else? Then the
+        element is stored into ``x``'s buffer where the view lies, and the write-back has
+        nothing left to copy (``update_slice``)."""
+        if not (isinstance(t, TVal) and not t.owned and dying):
+            return False
+        s = self.graph.nodes[n.inputs[0].node]
+        key = (n.hash, 0)
+        users = frame.users.get(key, [])
+        if s.op != "slice" or len(users) != 1 or frame.uses.get(key) != 1:
+            return False
+        u = users[0]
+        if not (
+            u.op == "update_slice"
+            and u.inputs[0] == s.inputs[0]
+            and u.inputs[1:-1] == s.inputs[1:]
+            and u.inputs[-1] == n.out(0)
+            and u.attrs == s.attrs
+        ):
+            return False
+        x_key = (s.inputs[0].node, s.inputs[0].index)
+        x = frame.vals.get(x_key)
+        return (
+            isinstance(x, TVal)
+            and x.buf is t.buf
+            and x.owned
+            and x.whole
+            and frame.uses.get(x_key) == 1
+            and frame.refs.get(t.buf.id, 0) == 2
+        )
+
+    def written_in_place(self, n: Node, frame: _Frame, t, v, dying: list) -> bool:
+        """The ``update_slice`` of a store that :meth:`stored_back` made in place: its value
+        already lies in ``t``'s buffer, in its region."""
+        if not (isinstance(v, TVal) and v.buf is t.buf and dying[0] and dying[-1]):
+            return False
+        w = self.graph.nodes[n.inputs[-1].node]
+        if w.op != "update":
+            return False
+        s = self.graph.nodes[w.inputs[0].node]
+        return (
+            s.op == "slice"
+            and s.inputs[0] == n.inputs[0]
+            and s.inputs[1:] == n.inputs[1:-1]
+            and s.attrs == n.attrs
+            and t.owned
+            and t.whole
+            and frame.refs.get(t.buf.id, 0) == 2
+        )
+
+    def update_slice(self, n: Node, ins: list, dying: list):
+        """A store through a view: in place when the tensor is exclusively this node's (as
+        ``update``), else into a copy; a contiguous region is one ``Copy``."""
+        frame = self.frames[-1]
+        t, v = ins[0], ins[-1]
+        at, strides, shape, contiguous = self.slice_layout(n, t, ins[1:-1])
+        if self.written_in_place(n, frame, t, v, dying):
+            return TVal(t.buf, t.shape, t.offset, t.elem, owned=True)
+        if self.exclusive(frame, t, dying[0]):
+            out = TVal(t.buf, t.shape, t.offset, t.elem, owned=True)
+        else:
+            out = self.copy_new(t)
+        e = self.e
+        base = e.add_i(out.offset, at)
+        if contiguous:
+            e.emit(Copy(out.buf, base, v.buf, v.offset, self.size(shape)))
+            return out
+
+        def body(idx: list) -> None:
+            dst = base
+            for i, st in zip(idx, strides, strict=True):
+                dst = e.add_i(dst, e.mul_i(i, st))
+            e.store(out.buf, dst, self.element(v, self.flat(idx, shape)))
+
+        self.nest(shape, body)
         return out
 
     def array(self, n: Node, ins: list):

@@ -83,6 +83,9 @@ class Binding:
     # the binding is a `&mut` parameter (or resolves to one): it may be passed on where a
     # `&T` or `&mut T` is expected without writing `&`/`&mut`
     mutref: bool = False
+    # `let r = &mut y[i, ..];`: ``r`` names that region of ``alias``: (the slice's axes, the
+    # hidden bindings holding its bounds, the view's type) — sema/lower_views.py
+    view: tuple | None = None
 
     @property
     def reborrowable(self) -> bool:

@@ -45,6 +45,7 @@ from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
 from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
 from kera_core.sema.lower_refs import References, unparen
+from kera_core.sema.lower_views import Views, is_slice
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -219,7 +220,7 @@ def _leaf(key: tuple, node: Node) -> Node:
     return node
 
 
-class FnLowering(ControlFlow, Calls, Exits, References):
+class FnLowering(ControlFlow, Calls, Exits, References, Views):
     """Lowers one function; assignment/control flow, calls and reference variables come
     from the mixins."""
 
@@ -298,12 +299,18 @@ class FnLowering(ControlFlow, Calls, Exits, References):
         t = self.lookup(b.alias, frame)
         if t is None:
             return None
-        return Binding(b.name, t.val, t.mutable, b.span, b.kind, b.alias, True)
+        val = t.val
+        if b.view is not None and not val.is_err:  # `let r = &mut y[i, ..];`: reads `y[i, ..]`
+            val = self.slice_val(val, self.view_of(b), b.span)
+        return Binding(b.name, val, t.mutable, b.span, b.kind, b.alias, True, b.view)
 
     def alias_target(self, name: str) -> str:
         """The variable ``name`` denotes: itself, or what the reference variable borrows."""
         b = self.peek_binding(name)
-        return b.alias if b is not None and b.alias is not None else name
+        while b is not None and b.alias is not None:  # a view of a view: the variable
+            name = b.alias
+            b = self.peek_binding(name)
+        return name
 
     def peek_binding(self, name: str) -> Binding | None:
         """The binding ``name`` denotes, as it is (no capture made, no alias resolved)."""
@@ -440,15 +447,28 @@ class FnLowering(ControlFlow, Calls, Exits, References):
             if name in scope:
                 old = scope[name]
                 if old.alias is not None:  # a write through `r` changes what it borrows
-                    self._set(old.alias, val)
+                    self._set_through(old, val)
                     return
                 scope[name] = Binding(name, val, old.mutable, old.span, old.kind, None, old.mutref)
                 return
-        target = self.alias_target(name)  # a reference variable of an enclosing region
-        if target != name:
-            self._set(target, val)
+        b = self.peek_binding(name)  # a reference variable of an enclosing region
+        if b is not None and b.alias is not None:
+            self._set_through(b, val)
             return
         raise AssertionError(f"{name} is not bound in this frame")
+
+    def _set_through(self, ref: Binding, val: Val) -> None:
+        """Write ``val`` through the reference variable ``ref``: into the variable it
+        borrows, or — a view — into its region of that variable (`update_slice`)."""
+        assert ref.alias is not None
+        if ref.view is not None and not val.is_err:
+            cur = self.lookup(ref.alias)
+            assert cur is not None
+            new = self.update_slice_val(cur.val, self.view_of(ref), val, ref.span)
+            if new.is_err:
+                return
+            val = Val(new.value, strip_ref(cur.val.type))
+        self._set(ref.alias, val)
 
     # --- the function ----------------------------------------------------------------------
     def lower(self) -> LoweredFn:
@@ -1061,6 +1081,8 @@ class FnLowering(ControlFlow, Calls, Exits, References):
         return self.block(e.block, expected) if e.block is not None else ERR_VAL
 
     def e_IndexExpr(self, e: ast.IndexExpr, expected):
+        if is_slice(e):
+            return self.e_slice(e)
         base = self.expr(e.base, None)
         idx = [self.expr(i, I64) for i in e.indices]
         return self.op("index", [base, *idx], e.span)
@@ -1138,6 +1160,8 @@ class FnLowering(ControlFlow, Calls, Exits, References):
         return self.op("struct", [given[f] for f, _ in t.fields], e.span, {"type": t})
 
     def e_RangeExpr(self, e: ast.RangeExpr, expected):
+        if e.is_open:
+            return ERR_VAL  # outside a slice's brackets the parser reported the missing bound
         lo, hi = self.pair(*e.operands, I64)
         return self.op("range", [lo, hi], e.span, {"inclusive": e.inclusive})
 

@@ -204,7 +204,7 @@ class Calls:
             )
         binding: dict = {}  # dimension index -> Dim; ("T", index) -> a type parameter's type
         vals: list[Val] = []
-        mut_targets: list[str] = []
+        mut_targets: list = []  # variable names, or views of them (lower_views.ViewTarget)
         ok = True
         steps, _ = binding_plan((*params, sig.type.result), sig.type.n_dims)
         actual: dict[int, tuple] = {}  # argument -> its shape, once checked
@@ -276,7 +276,7 @@ class Calls:
         value = Val(node.out(k), result) if has_result else Val(None, result)
         k += 1 if has_result else 0
         for j, name in enumerate(mut_targets):
-            self._set_anywhere(name, Val(node.out(k + j), node.types[k + j]))
+            self.store_back(name, Val(node.out(k + j), node.types[k + j]))
         return value
 
     @staticmethod
@@ -329,9 +329,6 @@ class Calls:
             return False
         binding[("T", tp.index)] = at
         return True
-
-    def _set_anywhere(self, name: str, val: Val) -> None:
-        self._set(name, val)
 
     def unify(self, pt: Type, at: Type, binding: dict, arg: ast.Expr, sig: FnSig, i: int) -> bool:
         """Match an argument type against a parameter type, binding symbolic dimensions."""

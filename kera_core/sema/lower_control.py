@@ -18,6 +18,7 @@ from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, Sym, Ten
 from kera_core.sema.env import Use
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Val
 from kera_core.sema.lower_exits import may_exit
+from kera_core.sema.lower_views import is_slice
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -90,6 +91,20 @@ class ControlFlow:
             if new.value is not None:
                 self.prov.node_names.setdefault(new.value.node, name)
             return new
+        if is_slice(target):
+
+            def store_view(base: Val, base_type) -> Val:
+                # the bounds are evaluated before the value: they fix the value's type
+                spec = self.view_spec(Val(base.value, base_type), target)
+                if spec is None:
+                    return ERR_VAL
+                current = self.slice_val(base, spec, target.span) if needs_current else None
+                v = make(current, spec.type)
+                if v.is_err or not self.check_type(spec.type, v, span, "assignment to a slice"):
+                    return ERR_VAL
+                return self.update_slice_val(base, spec, v, span)
+
+            return self.assign_place(target.base, store_view, True, span)
         if isinstance(target, ast.IndexExpr):
 
             def store(base: Val, base_type) -> Val:
@@ -332,12 +347,26 @@ class ControlFlow:
 
     def elements_range(self, t: Tensor, span: Span) -> Val:
         """`0..N` over the first (only) dimension of ``t``, as `for i in 0..N` builds it."""
-        d = t.shape[0]
-        if isinstance(d, Sym):
-            n = Val(self.add(Node("dim", (), (I64,), {"index": d.index}), span).out(0), I64)
-        else:
-            n = self.const(I64, d, span)
+        n = self.dim_size(t.shape[0], span)
         return self.op("range", [self.const(I64, 0, span), n], span, {"inclusive": False})
+
+    def dim_size(self, d, span: Span) -> Val:
+        """A dimension's size as an `i64` value: a number, a dimension (`N`), or a dimension
+        expression computed as `(Σ c·N + k) / d` — exact, since it was checked on entry
+        (language.md §7.5), as `for i in 0..N - 1` would compute it."""
+        if isinstance(d, int):
+            return self.const(I64, d, span)
+        if isinstance(d, Sym):
+            return Val(self.add(Node("dim", (), (I64,), {"index": d.index}), span).out(0), I64)
+        total = self.const(I64, d.const, span)
+        for k, c in d.terms:
+            term = self.dim_size(Sym(k), span)
+            if c != 1:
+                term = self.op("mul", [self.const(I64, c, span), term], span)
+            total = self.op("add", [total, term], span)
+        if d.div != 1:
+            total = self.op("div", [total, self.const(I64, d.div, span)], span)
+        return total
 
     def iterated(self, bare: ast.Expr | None, value: Val, home: Frame):
         """What the body of `for v in it` reads its elements from: the name `x` of `x` or

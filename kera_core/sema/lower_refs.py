@@ -14,6 +14,7 @@ from kera_core.diagnostics import Edit, Fix, Related
 from kera_core.ir.types import UNIT, Ref, Type, strip_ref
 from kera_core.sema.env import Use
 from kera_core.sema.frames import ERR, ERR_VAL, Binding, Val
+from kera_core.sema.lower_views import ViewTarget, is_slice
 from kera_core.source import Span
 from kera_core.syntax import ast
 
@@ -40,6 +41,8 @@ class References:
         the variable the callee changes; ``missing`` is the message when it is neither."""
         if isinstance(arg, ast.RefExpr) and arg.is_mut:
             target = arg.operand
+            if is_slice(unparen(target)):
+                return self.mut_view(arg, unparen(target))  # type: ignore[arg-type]
             if not isinstance(target, ast.PathExpr) or target.name is None:
                 return self.err("K0311", arg.span, "`&mut` needs a variable: `&mut x`"), None
             v = self._mut_variable(target, arg.span)
@@ -62,6 +65,43 @@ class References:
                 "pass a mutable borrow", (Edit(Span(arg.span.start, arg.span.start), "&mut "),)
             )
         return self.err("K0301", arg.span, missing, fix=fix), None
+
+    def mut_view(self, arg: ast.Expr, e: ast.IndexExpr) -> tuple[Val, ViewTarget | None]:
+        """`&mut x[i, ..]`: the view (typed `&mut` of its slice type) and where a write
+        through it goes — that region of the variable ``x``."""
+        base = unparen(e.base)
+        if not isinstance(base, ast.PathExpr) or base.name is None:
+            return self.err(
+                "K0311",
+                arg.span,
+                "`&mut` needs a variable or a slice of one: `&mut x`, `&mut x[i, ..]`",
+            ), None
+        v = self._mut_variable(base, arg.span)
+        if v.is_err:
+            return v, None
+        self.note_type(base, v.type)
+        spec = self.view_spec(Val(v.value, strip_ref(v.type)), e)
+        if spec is None:
+            return ERR_VAL, None
+        view = self.slice_val(v, spec, e.span)
+        if view.is_err:
+            return view, None
+        self.note_type(e, spec.type)
+        out = Val(view.value, Ref(spec.type, True))
+        self.note_type(arg, out.type)
+        return out, ViewTarget(base.name.text, spec, arg.span)
+
+    def store_back(self, target: str | ViewTarget, val: Val) -> None:
+        """A call's new value of a `&mut` argument: the variable's, or a view's region of
+        its variable (`update_slice`)."""
+        if isinstance(target, str):
+            self._set(target, val)
+            return
+        cur = self.lookup(target.name)
+        assert cur is not None
+        new = self.update_slice_val(cur.val, target.spec, val, target.span)
+        if not new.is_err:
+            self._set(target.name, Val(new.value, strip_ref(cur.val.type)))
 
     def _mut_variable(self, target: ast.PathExpr, span: Span) -> Val:
         """`&mut x`: ``x`` must be a mutable variable (or a `&mut` borrow passed on)."""
@@ -112,6 +152,9 @@ class References:
         assert self.frame is not None
         ref = st.name
         target = borrow.operand
+        if is_slice(unparen(target)):
+            self.let_view(st, borrow, declared)
+            return
         if not isinstance(target, ast.PathExpr) or target.name is None:
             self.err("K0311", borrow.span, "`&mut` needs a variable: `&mut x`")
             v = ERR_VAL
@@ -146,6 +189,42 @@ class References:
         self.aliases += 1
         self.frame.scopes[-1][name] = Binding(
             name, Val(None, v.type), True, ref.span, "local", aliased, True
+        )
+
+    def let_view(self, st: ast.LetStmt, borrow: ast.RefExpr, declared: Type | None) -> None:
+        """`let r = &mut x[i, ..];`: ``r`` names that region of ``x`` (its bounds evaluated
+        here, once)."""
+        assert self.frame is not None
+        ref = st.name
+        v, target = self.mut_view(borrow, unparen(borrow.operand))  # type: ignore[arg-type]
+        if not v.is_err and declared is not None and declared != v.type:
+            self.err(
+                "K0301",
+                borrow.span,
+                f"mismatched types: expected {self.show(declared)}, found {self.show(v.type)}"
+                " (value)",
+            )
+            v = ERR_VAL
+        if ref is None:
+            return
+        name = ref.text
+        if v.is_err or target is None:  # writes through it are not reported again
+            self.frame.scopes[-1][name] = Binding(name, Val(None, ERR), True, ref.span)
+            return
+        if st.init is not None:
+            self.note_type(st.init, v.type)
+        if target.name == name:
+            self.err(
+                "K0315",
+                ref.span,
+                f"`{name}` cannot be a borrow of a variable of the same name: rename it",
+            )
+            self.frame.scopes[-1][name] = Binding(name, Val(None, ERR), st.is_mut, ref.span)
+            return
+        self.aliases += 1
+        view = self.hide_bounds(name, target.spec)
+        self.frame.scopes[-1][name] = Binding(
+            name, Val(None, v.type), True, ref.span, "local", target.name, True, view
         )
 
     def check_shadow(self, name: str, span: Span) -> bool:
@@ -197,6 +276,6 @@ class References:
                 ),
             )
         t = strip_ref(a.type)
-        self._set(a_name, Val(b.value, t))  # type: ignore[arg-type]
-        self._set(b_name, Val(a.value, t))  # type: ignore[arg-type]
+        self.store_back(a_name, Val(b.value, t))  # type: ignore[arg-type]
+        self.store_back(b_name, Val(a.value, t))  # type: ignore[arg-type]
         return Val(None, UNIT)

@@ -651,6 +651,29 @@ class RangeExpr(_Binary):
     def inclusive(self) -> bool:
         return self._token(K.DOT2EQ) is not None
 
+    @property
+    def bounds(self) -> tuple[Expr | None, Expr | None]:
+        """``(lo, hi)`` by their side of the `..`: either is None when left out (`x[..hi]`,
+        `x[lo..]`, `x[..]` in a slice) or missing."""
+        lo = hi = None
+        seen_op = False
+        for c in self.syntax.children_with_tokens():
+            k = c.kind
+            if k in (K.DOT2, K.DOT2EQ):
+                seen_op = True
+            elif isinstance(c, SyntaxNode) and (e := as_expr(c)) is not None:
+                if seen_op:
+                    hi = e
+                else:
+                    lo = e
+        return lo, hi
+
+    @property
+    def is_open(self) -> bool:
+        """A bound is left out (only a slice's range may do that)."""
+        lo, hi = self.bounds
+        return lo is None or hi is None
+
 
 class PrefixExpr(Expr):
     KIND = K.PREFIX_EXPR

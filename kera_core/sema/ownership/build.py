@@ -15,6 +15,7 @@ from kera_core.diagnostics import Diagnostic, Edit, Fix, Related, error
 from kera_core.ir.types import I64, Ref, Tensor, Type, Unit, strip_ref
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.lower_calls import BUILTINS
+from kera_core.sema.lower_views import is_slice
 from kera_core.sema.ownership.cfg import Cfg, Dest, Event, Loan, Var
 from kera_core.source import Span
 from kera_core.syntax import ast
@@ -280,7 +281,7 @@ class Builder:
         holds)."""
         ref = st.name
         v = self.new_var(ref.text if ref else "_", decl, "refmut", t, True)
-        target = self.path_var(borrow.operand)
+        target = self.path_var(self.view_base(borrow.operand))
         if target is not None:
             self.emit(Event("mutborrow", target.id, borrow.span))
             if target.kind == "refmut":
@@ -292,6 +293,15 @@ class Builder:
         if ref is not None:
             self.scopes[-1][v.name] = v
             self.decls[-1].append(v)
+
+    def view_base(self, e: ast.Expr | None) -> ast.Expr | None:
+        """``x`` of a `&mut` operand ``x`` or view ``x[i, ..]`` (whose indices and bounds are
+        read here, before the borrow starts): a view borrows its whole variable."""
+        bare = unparen(e)
+        if is_slice(bare):
+            self.reads(bare.indices)  # type: ignore[union-attr]
+            return bare.base  # type: ignore[union-attr]
+        return e
 
     # --- expressions -----------------------------------------------------------------
     def expr(self, e: ast.Expr | None, ctx: Dest | None = None) -> frozenset[Loan]:
@@ -645,7 +655,7 @@ class Builder:
         """An argument for a `&mut` parameter: `&mut x`, or a `&mut` parameter or reference
         variable passed on by name. Its borrow starts at the call (:meth:`at_call`)."""
         if isinstance(arg, ast.RefExpr):
-            v = self.path_var(arg.operand)
+            v = self.path_var(self.view_base(arg.operand))
         else:
             v = self.path_var(arg)
             if v is not None and v.kind not in ("mutref", "refmut"):

@@ -50,6 +50,7 @@ class Parser:
         self.fuel = FUEL
         self.depth = 0
         self.no_struct = False  # inside `if`/`while`/`for` heads: `x {` is not a struct literal
+        self.in_index = False  # directly in `x[…]`: a range may leave out `lo`, `hi` or both
 
     # --- looking ----------------------------------------------------------
     def nth(self, n: int) -> SyntaxKind:

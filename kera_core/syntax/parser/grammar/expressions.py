@@ -70,6 +70,7 @@ def block(p: Parser) -> None:
     m = p.start()
     p.bump()
     saved, p.no_struct = p.no_struct, False
+    saved_index, p.in_index = p.in_index, False
     p.depth += 1
     if p.depth > MAX_DEPTH:
         p.skip_balanced("K0108", "blocks nested too deeply")
@@ -82,6 +83,7 @@ def block(p: Parser) -> None:
         stmt(p)
     p.depth -= 1
     p.no_struct = saved
+    p.in_index = saved_index
     if not p.eat(K.R_BRACE):
         p.error("K0106", f"expected `}}` to close the block, found {describe(p.current())}")
     p.complete(m, K.BLOCK)
@@ -226,6 +228,9 @@ def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
             chained_range = True
         m = p.precede(lhs)
         p.bump()
+        if kind == K.RANGE_EXPR and p.in_index and p.current() in _INDEX_END:
+            lhs = p.complete(m, kind)  # `x[lo..]`: a slice to the end of the axis
+            continue
         if expr_bp(p, bp if right else bp + 1) is None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
         lhs = p.complete(m, kind)
@@ -286,13 +291,34 @@ def _list(p: Parser, kind: SyntaxKind, close: SyntaxKind, what: str) -> None:
     m = p.start()
     p.bump()
     saved, p.no_struct = p.no_struct, False
-    delimited(p, close, EXPR_FIRST, _list_element, what)
+    saved_index, p.in_index = p.in_index, kind == K.INDEX_LIST
+    if p.in_index:
+        delimited(p, close, _INDEX_FIRST, _index_element, what)
+    else:
+        delimited(p, close, EXPR_FIRST, _list_element, what)
+    p.in_index = saved_index
     p.no_struct = saved
     p.complete(m, kind)
 
 
 def _list_element(p: Parser) -> None:
     expr(p)
+
+
+# `x[..]`, `x[..hi]`, `x[lo..]`: the ranges of a slice may leave out either bound
+_INDEX_END = frozenset({K.COMMA, K.R_BRACK})
+_INDEX_FIRST = EXPR_FIRST | {K.DOT2, K.DOT2EQ}
+
+
+def _index_element(p: Parser) -> None:
+    if not (p.at(K.DOT2) or p.at(K.DOT2EQ)):
+        expr(p)
+        return
+    m = p.start()
+    p.bump()  # `..` with no start
+    if not p.at_any(_INDEX_END) and expr_bp(p, INFIX[K.DOT2][0] + 1) is None:
+        p.error("K0102", f"expected an expression, found {describe(p.current())}")
+    p.complete(m, K.RANGE_EXPR)
 
 
 def primary(p: Parser) -> CompletedMarker | None:
@@ -330,27 +356,18 @@ def primary(p: Parser) -> CompletedMarker | None:
         m = p.start()
         p.bump()
         saved, p.no_struct = p.no_struct, False
-        if not p.at(K.R_PAREN):
-            if expr(p) is None:
-                recover_until(
-                    p,
-                    "K0102",
-                    f"expected an expression, found {describe(p.current())}",
-                    {K.R_PAREN, K.SEMI},
-                )
-            elif p.at(K.COMMA):  # `(a, b)`, `(a,)`: a tuple
-                p.bump()
-                delimited(p, K.R_PAREN, EXPR_FIRST, _list_element, "an element")
-                p.no_struct = saved
-                return p.complete(m, K.TUPLE_EXPR)
-        p.no_struct = saved
-        p.expect(K.R_PAREN)
-        return p.complete(m, K.PAREN_EXPR)
+        saved_index, p.in_index = p.in_index, False
+        try:
+            return _paren_or_tuple(p, m, saved)
+        finally:
+            p.in_index = saved_index
     if k == K.L_BRACK:
         m = p.start()
         p.bump()
         saved, p.no_struct = p.no_struct, False
+        saved_index, p.in_index = p.in_index, False
         delimited(p, K.R_BRACK, EXPR_FIRST, _list_element, "an element")
+        p.in_index = saved_index
         p.no_struct = saved
         return p.complete(m, K.ARRAY_EXPR)
     if k == K.L_BRACE:
@@ -430,3 +447,22 @@ def _struct_lit_field(p: Parser) -> None:
         if expr(p) is None:
             p.error("K0102", f"expected an expression, found {describe(p.current())}")
     p.complete(m, K.STRUCT_LIT_FIELD)
+
+
+def _paren_or_tuple(p: Parser, m, saved: bool) -> CompletedMarker:
+    if not p.at(K.R_PAREN):
+        if expr(p) is None:
+            recover_until(
+                p,
+                "K0102",
+                f"expected an expression, found {describe(p.current())}",
+                {K.R_PAREN, K.SEMI},
+            )
+        elif p.at(K.COMMA):  # `(a, b)`, `(a,)`: a tuple
+            p.bump()
+            delimited(p, K.R_PAREN, EXPR_FIRST, _list_element, "an element")
+            p.no_struct = saved
+            return p.complete(m, K.TUPLE_EXPR)
+    p.no_struct = saved
+    p.expect(K.R_PAREN)
+    return p.complete(m, K.PAREN_EXPR)
