@@ -32,6 +32,26 @@ def generate(lines: int) -> str:
     return "\n".join(out)
 
 
+def long_function(lines: int) -> str:
+    """A valid Kera file that is one function of about ``lines`` lines (straight-line code
+    with loops and branches), to measure an edit in a long body."""
+    out = [
+        "/// One long function: each edit in it lowers all of it.",
+        "pub fn long_body[N](x: &f32[N], y: &mut f32[N]) -> f32 {",
+        "    let mut acc: f32 = 0.0;",
+    ]
+    k = 0
+    while len(out) < lines - 2:
+        out += [
+            f"    let a{k} = acc * 0.5 + {k % 97}.25;",
+            f"    for i in 0..N {{ y[i] = y[i] + x[i] * a{k}; }}",
+            f"    if a{k} > 1.5 {{ acc = acc + a{k}; }} else {{ acc = acc - 0.75; }}",
+        ]
+        k += 1
+    out += ["    acc", "}", ""]
+    return "\n".join(out)
+
+
 def python_source(size: int) -> str:
     """Python source of about ``size`` bytes, for the parso anchor."""
     import inspect

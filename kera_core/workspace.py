@@ -8,11 +8,13 @@ or reparses one block), the lowered :class:`Module` (through a per-document
 its callers only), and the diagnostics of every stage — syntax, sema and ownership —
 the same set :func:`kera_core.analysis.analyze` reports, computed incrementally.
 
-An edit inside one function body is analysed by :func:`~kera_core.sema.incremental.
-relower_module`, from the last analysis: that function (and callers whose shape changed) is
-lowered and ownership-checked again, the module's diagnostics are patched, and every other
-function's results stay where they are, made at their new position only when read; any
-other edit lowers the module (the cache still skips unchanged functions).
+An edit inside one item (a function's body or signature, a struct, a constant) is analysed
+by :func:`~kera_core.sema.incremental.relower_module`, from the last analysis: that item and
+what depends on it (callers whose shape changed, functions that name a changed signature,
+struct or constant) are lowered and ownership-checked again, the module's diagnostics are
+patched, and every other function's results stay where they are, made at their new
+position only when read; any other edit lowers the module (the cache still skips the
+functions whose text and what they name did not change).
 
 Results are keyed by a hash of the content, so undoing an edit, reopening a
 file or saving it never recomputes anything. Ownership results are cached per
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from kera_core.analysis import has_uses
+from kera_core.cancel import Abandoned, Watch, check
 from kera_core.diagnostics import CODES, Diagnostic, Severity, error, reported
 from kera_core.sema import LoweringCache, Module, lower_module
 from kera_core.sema.env import FnSig
@@ -58,10 +61,12 @@ from kera_core.workspace_package import Packages, PackageView, package_root, uri
 
 log = logging.getLogger(__name__)
 
-#: Above this size a document is not parsed at all (a full parse runs at ~0.2 MB/s).
-MAX_PARSE_BYTES = 1_000_000
-#: Above this size a document is parsed but not lowered or checked (~55 kB/s cold).
-MAX_SEMA_BYTES = 400_000
+#: Above this size a document is not parsed at all (a full parse runs at ~2 MB/s).
+MAX_PARSE_BYTES = 10 * 1024 * 1024
+#: Above this size a document is parsed but not lowered or checked (~0.3 MB/s cold; the
+#: server reports a long analysis as progress, and abandons it for a newer version or
+#: when the user cancels it: ``Document.analysis(watch=…)``).
+MAX_SEMA_BYTES = 10 * 1024 * 1024
 #: How many analysed versions of one document are kept, by content hash.
 RECENT_VERSIONS = 4
 
@@ -215,10 +220,12 @@ class Document:
         self.cache = LoweringCache()
         self.parse: Parse | None = None
         self.parse_crash: str | None = None  # why the parser failed on this text, if it did
-        self.reparses: dict[str, int] = {"token": 0, "block": 0, "full": 0, "cached": 0}
+        self.reparses: dict[str, int] = {"token": 0, "block": 0, "item": 0, "full": 0, "cached": 0}
         # how each analysis lowered the module: one function redone, or the whole module
         self.lowerings: dict[str, int] = {"function": 0, "module": 0}
-        self.saved: Saved | None = None
+        self._saved: Saved | None = None
+        # (version, content hash, text) of a save whose fingerprints are not made yet
+        self._pending_save: tuple[int, bytes, str] | None = None
         self._index: LineIndex | None = None
         self._hash: bytes | None = None
         self._analysis: Analysis | None = None
@@ -352,9 +359,13 @@ class Document:
             return None
         return self.workspace.package_view(self)
 
-    def analysis(self) -> Analysis:
+    def analysis(self, watch: Watch | None = None) -> Analysis:
         """The analysis of the current text (computed at most once per content, and per
-        content of the other files of its package, for a document with imports)."""
+        content of the other files of its package, for a document with imports).
+
+        ``watch`` is asked between functions while lowering and checking ownership
+        (kera_core/cancel.py); when it says stop, :class:`Abandoned` is raised and nothing
+        is kept of this analysis but the lowering cache's complete entries."""
         h = self.content_hash
         view = self.package()
         key = view.key(h) if view is not None else h
@@ -366,7 +377,7 @@ class Document:
             self._recent.move_to_end(key)
             a = hit if hit.version == self.version else replace(hit, version=self.version)
         else:
-            a = self._analyze(h, view)
+            a = self._analyze(h, view, watch)
             if not _failed(a.diagnostics):  # a failure is never remembered past this text
                 self._recent[key] = a
                 while len(self._recent) > RECENT_VERSIONS:
@@ -376,6 +387,12 @@ class Document:
         if a.module is not None and a.ownership is not None and not _failed(a.diagnostics):
             self._base = a  # (a failure is never carried over: the next text checks afresh)
         return a
+
+    @property
+    def analysed(self) -> bool:
+        """Is the current text's analysis made already (answered without work)?"""
+        a = self._analysis
+        return (a is not None and a.version == self.version) or self.content_hash in self._recent
 
     def syntax_analysis(self) -> Analysis:
         """The current analysis if there is one, else a view of the parse alone (no sema).
@@ -393,7 +410,9 @@ class Document:
         a.__dict__["line_index"] = self.line_index
         return a
 
-    def _analyze(self, h: bytes, view: PackageView | None = None) -> Analysis:
+    def _analyze(
+        self, h: bytes, view: PackageView | None = None, watch: Watch | None = None
+    ) -> Analysis:
         timings = {"parse": self._parse_time}
         if view is not None and self.parse is not None and self.size <= MAX_SEMA_BYTES:
             return self._analyze_in_package(h, view, self.parse, timings)
@@ -426,11 +445,13 @@ class Document:
                     self.lowerings["function"] += 1
             try:
                 if module is None:
-                    module = lower_module(p, self.cache, defer=True)
+                    module = lower_module(p, self.cache, defer=True, watch=watch)
                     self.lowerings["module"] += 1
                     # the item tables the next edit starts from, made now (~1 % of the
                     # lowering) rather than on that keystroke
                     prepare_incremental(module)
+            except Abandoned:
+                raise
             except Exception as ex:  # a compiler bug must not take the editor down
                 log.exception("lowering %s failed", self.uri)
                 self.cache = LoweringCache()
@@ -446,7 +467,7 @@ class Document:
                     if change is not None and base is not None:
                         own = self._ownership_after(base, module, change, p)
                     if own is None:
-                        own = self._check_ownership(module, p)
+                        own = self._check_ownership(module, p, watch)
                 diags += own
                 timings["ownership"] = time.perf_counter() - t1
         diags = reported(diags)
@@ -481,7 +502,9 @@ class Document:
         a.__dict__["line_index"] = self.line_index
         return a
 
-    def _check_ownership(self, module: Module, p: Parse) -> list[Diagnostic]:
+    def _check_ownership(
+        self, module: Module, p: Parse, watch: Watch | None = None
+    ) -> list[Diagnostic]:
         """:func:`check_ownership`, reusing each function's result while its shape is the same.
 
         A function's ownership diagnostics depend on what its lowering's diagnostics, types
@@ -492,7 +515,9 @@ class Document:
         broken = [d.span for d in p.diagnostics if d.is_error]
         out: list[Diagnostic] = []
         live: dict[bytes, tuple[int, list[Diagnostic], bool]] = {}
-        for name, lf in module.functions.items():
+        total = len(module.functions)
+        for k, (name, lf) in enumerate(module.functions.items()):
+            check(watch, "ownership", k, total)
             span = lf.sig.span
             if lf.function is None or any(
                 span.start <= s.start < span.end or span.covers(s) for s in broken
@@ -580,18 +605,38 @@ class Document:
         return out
 
     # --- save state ----------------------------------------------------------------------------
-    def mark_saved(self) -> Saved:
-        """Fingerprint the current text as the saved one."""
-        a = self.analysis()
-        fns = {}
-        if a.module is not None:
-            fns = {name: f.hash for name, f in a.module.graph.functions.items()}
-        self.saved = Saved(self.version, a.content_hash, a.fingerprint, fns)
-        return self.saved
+    def mark_saved(self, lazy: bool = False) -> Saved | None:
+        """Take the current text as the saved one. Its fingerprints are made now, or with
+        ``lazy`` when :attr:`saved` is first read (the server's open and save: the first
+        diagnostics do not wait for the graph, and an analysis abandoned meanwhile is not
+        forced to its end)."""
+        self._saved = None
+        self._pending_save = (self.version, self.content_hash, self.text)
+        return None if lazy else self.saved
+
+    @property
+    def saved(self) -> Saved | None:
+        """What the document looked like at its last open/save, fingerprinted."""
+        if self._pending_save is not None:
+            version, h, text = self._pending_save
+            if h == self.content_hash:
+                a = self.analysis()
+            elif h in self._recent:
+                a = self._recent[h]
+            else:  # analysed away: the saved text on its own
+                a = Document(self.uri, text, version).analysis()
+            fns = {}
+            if a.module is not None:
+                fns = {name: f.hash for name, f in a.module.graph.functions.items()}
+            self._saved = Saved(version, h, a.fingerprint, fns)
+            self._pending_save = None
+        return self._saved
 
     @property
     def changed_since_save(self) -> bool:
-        return self.saved is None or self.saved.content_hash != self.content_hash
+        if self._pending_save is not None:
+            return self._pending_save[1] != self.content_hash
+        return self._saved is None or self._saved.content_hash != self.content_hash
 
 
 def _char_span(index: LineIndex | None, span: Span, inserted: str) -> tuple[int, int] | None:

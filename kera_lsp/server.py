@@ -264,6 +264,8 @@ class KeraLanguageServer(LanguageServer):
         self.versions: dict[str, int] = {}
         self.settings = Settings()
         self.publisher = None  # set by features.diagnostics
+        # uri -> the progress of its first analysis, while it runs (features/progress.py)
+        self.analysis_progress: dict[str, Any] = {}
         self.same_bits: Any = None  # set by features.same_bits
         self.late_commands: list[tuple[str, Callable]] = []  # registered after `initialize`
 

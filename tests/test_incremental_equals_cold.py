@@ -272,3 +272,164 @@ def test_keystrokes_in_a_duplicate_definition_move_its_diagnostic_and_match_a_co
         doc.version = version
         _same_as_cold(doc)
     assert doc.lowerings == {"function": 3, "module": 2}  # the last: K0202 points into it
+
+
+_ITEM_SPOTS = [
+    # (a pattern whose group 1 is the text replaced, the replacements); a signature's
+    # parameter type and name, its result type, a struct's field type and name, a
+    # constant's value and type — some replacements make the item invalid
+    (r"\((x): &f32", ["y", "xs", "z"]),
+    (r"\(x: &(f32)\[", ["f64", "i32", "f3"]),
+    (r"\) -> (f32) \{", ["f64", "i64", "bool"]),
+    (r"\nstruct \w+ \{\s*\w+: (f32)", ["f64", "i32", "f6"]),
+    (r"\nstruct \w+ \{\s*(\w+):", ["q", "pos"]),
+    (r"\nconst \w+: i64 = (\d+)", ["7", "3 * 4", "0", "x"]),
+    (r"\nconst \w+: (f32) = ", ["f64", "i64"]),
+]
+
+
+def _item_edit(rng: random.Random, doc: Document, version: int) -> str:
+    """One edit inside a signature, a struct or a constant, as an editor sends it (the
+    differing characters only)."""
+    import re
+
+    text = doc.text
+    spots = []
+    for pattern, news in _ITEM_SPOTS:
+        spots += [(m.start(1), m.end(1), news) for m in re.finditer(pattern, text)]
+    i, j, news = rng.choice(spots)
+    old, new = text[i:j], rng.choice(news)
+    pre = 0
+    while pre < min(len(old), len(new)) and old[pre] == new[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(old), len(new)) - pre and old[-1 - suf] == new[-1 - suf]:
+        suf += 1
+    a, b = i + pre, j - suf
+    start = len(text[:a].encode("utf-8"))
+    end = start + len(text[a:b].encode("utf-8"))
+    doc.edit(Span(start, end), new[pre : len(new) - suf])
+    doc.version = version
+    return f"{old!r} -> {new!r}"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_signature_struct_and_constant_edits_redo_dependants_and_match_a_cold_analysis(seed):
+    """An edit to a signature, a struct or a constant reparses that item alone (the other
+    items keep their green nodes and every memo), and each function's cache key names only
+    the items its text names (sema/deps.py): the functions that name the edited item are
+    lowered again, the module is patched around them (sema/incremental.py), and when it is
+    lowered as a whole the rest are found in the cache. Diagnostics, every function's types and
+    uses, the environment and the graph equal a cold analysis' after each such edit, body
+    keystrokes and undos in between."""
+    from bench.corpus import generate
+
+    rng = random.Random(seed)
+    text = generate(900)
+    doc = Document("file:///items.kera", text, 1)
+    doc.analysis()
+    total = len(doc.analysis().module.env.fns)
+    history = [text]
+    small = fast = 0
+    for version in range(2, 34):
+        before, ways = doc.cache.lowered, dict(doc.lowerings)
+        r = rng.random()
+        if r < 0.08:
+            doc.replace_text(rng.choice(history))
+            doc.version = version
+            what = "undo"
+        elif r < 0.25:
+            _body_keystroke(rng, doc, version)
+            what = "body"
+        else:
+            what = _item_edit(rng, doc, version)
+        history.append(doc.text)
+        a = doc.analysis()
+        ref = analyze(doc.text)
+        assert a.diagnostics == ref.diagnostics, what
+        fns = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
+        ref_fns = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
+        assert fns == ref_fns, what
+        assert _observed_env(a.module) == _observed_env(ref.module), what
+        if version % 4 == 0:
+            assert _observed(a.module) == _observed(ref.module), what
+        if what not in ("undo", "body"):
+            small += doc.cache.lowered - before <= 8
+            fast += doc.lowerings["function"] > ways["function"]
+    assert doc.reparses["item"] > 10  # the items were reparsed alone
+    assert small > 10, (small, total)  # most item edits lowered a few functions only
+    assert fast > 10, fast  # and patched the module (sema/incremental.py) without lowering it
+
+
+def test_a_signature_edit_redoes_the_function_and_what_names_it_only():
+    """A callee's signature changes (a parameter's type and name, its result type, back and
+    forth): the callee and the functions whose text names it are lowered again — their
+    diagnostics follow (a call's mismatch appears and goes) — without lowering the module,
+    and the result equals a cold analysis."""
+    text = (
+        "fn leaf(x: f32) -> f32 { x * 2.0 }\n"
+        "fn mid(x: f32) -> f32 { leaf(x) + 1.0 }\n"
+        "fn other(y: i32) -> i32 { y + 1 }\n"
+        "fn top() -> f32 { mid(3.0) + leaf(1.0) }\n"
+        "fn g() -> i32 { other(2) }\n"
+    )
+    doc = Document("file:///sig.kera", text, 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new in [
+        ("leaf(x: f32)", "leaf(x: f64)"),  # mid's and top's calls no longer match
+        ("leaf(x: f64)", "leaf(x: f32)"),
+        ("leaf(x: f32)", "leaf(z: f32)"),  # its own body no longer finds `x`
+        ("leaf(z: f32) -> f32", "leaf(z: f32) -> i32"),
+        ("leaf(z: f32) -> i32", "leaf(x: f32) -> f32"),
+        ("other(y: i32)", "other(y: i64)"),
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        before = doc.cache.lowered
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+        redone = doc.cache.lowered - before
+        assert redone <= (2 if needle.startswith("other") else 3), (needle, redone)
+    assert doc.lowerings["module"] == 1  # only the open lowered the module
+
+
+def test_struct_and_constant_edits_redo_what_names_them_transitively():
+    """A constant read through another constant, a struct used in a signature and a
+    struct field: each edit lowers the functions that (through constants, or through a
+    signature that changes with the struct) read it, without lowering the module, and
+    the result equals a cold analysis."""
+    text = (
+        "const BASE: i64 = 4;\n"
+        "const TWICE: i64 = BASE * 2;\n"
+        "struct P { x: f32, y: f32 }\n"
+        "struct Q { n: i64 }\n"
+        "const ORIGIN: Q = Q { n: BASE };\n"  # a constant whose type is a struct
+        "fn reads() -> i64 { TWICE + 1 }\n"
+        "fn make(a: f32) -> P { P { x: a, y: a } }\n"
+        "fn use_make() -> f32 { make(1.0).x }\n"
+        "fn alone(v: f32) -> f32 { v * 3.0 }\n"
+    )
+    doc = Document("file:///decl.kera", text, 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new, most in [
+        ("BASE: i64 = 4", "BASE: i64 = 5", 1),  # `reads` reads it through TWICE
+        ("BASE: i64 = 5", "BASE: i64 = 1 / 0", 1),  # a failing constant
+        ("BASE: i64 = 1 / 0", "BASE: i64 = 4", 1),
+        ("{ x: f32, y: f32 }", "{ x: f64, y: f32 }", 2),  # make's body; use_make's type
+        ("{ x: f64, y: f32 }", "{ z: f64, y: f32 }", 2),  # `.x` and `x:` no longer exist
+        ("{ z: f64, y: f32 }", "{ x: f32, y: f32 }", 2),
+        ("TWICE: i64 = BASE * 2", "TWICE: i64 = BASE * 3", 1),
+        ("struct Q { n: i64 }", "struct Q { n: i32 }", 1),  # ORIGIN's type changes
+        ("struct Q { n: i32 }", "struct Q { n: i64 }", 1),
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        before = doc.cache.lowered
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+        assert doc.cache.lowered - before <= most, needle
+    assert doc.lowerings["module"] == 1  # only the open lowered the module

@@ -190,12 +190,63 @@ async def test_open_of_a_large_file_reports_progress(client: LanguageClient):
         await asyncio.sleep(0.01)
     assert len(found) == 1
     begin, end = found[0][0], found[0][-1]
-    assert begin.cancellable is False and begin.message.endswith("kB")
+    assert begin.cancellable is True and begin.message.endswith("kB")
     assert isinstance(end, T.WorkDoneProgressEnd)
     # a small file reports nothing
     small = open_doc(client, SAMPLE, "small")
     await wait_diagnostics(client, small, 1)
     assert _server_tokens(client, f"Kera: analysing {small.rsplit('/', 1)[-1]}") == []
+
+
+async def test_cancelling_a_large_files_analysis_abandons_it(client: LanguageClient):
+    """The progress of a large file's first analysis can be cancelled: the analysis is
+    abandoned (no diagnostics for that version), the progress ends saying so, and the next
+    change is analysed in full."""
+    text = "".join(f"pub fn g{i}(a: f32) -> f32 {{ a * {i}.0 + 1.0 }}\n" for i in range(1600))
+    # the worker is kept busy (a test-only sleep), so the analysis is queued behind it
+    busy = asyncio.ensure_future(raw_request(client, "kera/_test/sleep", {"seconds": 1.0}))
+    await asyncio.sleep(0.05)
+    uri = open_doc(client, text, "cancelled")
+    name = uri.rsplit("/", 1)[-1]
+    found: list = []
+    for _ in range(500):
+        found = _server_tokens(client, f"Kera: analysing {name}")
+        if found:
+            break
+        await asyncio.sleep(0.01)
+    assert found and found[0][0].cancellable is True
+    token = next(t for t, reports in client.progress_reports.items() if reports is found[0])
+    client.window_work_done_progress_cancel(T.WorkDoneProgressCancelParams(token=token))
+    await busy
+    for _ in range(1000):
+        if isinstance(found[0][-1], T.WorkDoneProgressEnd):
+            break
+        await asyncio.sleep(0.01)
+    assert isinstance(found[0][-1], T.WorkDoneProgressEnd)
+    assert found[0][-1].message == "cancelled"
+    await asyncio.sleep(0.2)
+    # only the syntax diagnostics a large file's open publishes first (none here)
+    published = [p for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
+    assert [(p.version, list(p.diagnostics)) for p in published] == [(1, [])]
+    _change(client, uri, 2, " ", T.Position(line=0, character=0))
+    assert await wait_diagnostics(client, uri, 2, timeout=60) == []
+
+
+async def test_a_large_file_publishes_its_syntax_diagnostics_first(client: LanguageClient):
+    """A large file's open publishes its parse's diagnostics, then the complete set, both
+    for the version opened; a small file publishes the complete set only."""
+    body = "".join(f"pub fn s{i}(a: f32) -> f32 {{ a * {i}.0 + 1.0 }}\n" for i in range(1600))
+    text = body + "fn broken( {\n}\nfn typed() -> f32 { true }\n"
+    uri = open_doc(client, text, "syntaxfirst")
+    for _ in range(3000):
+        mine = [p for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
+        if len(mine) >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert [p.version for p in mine] == [1, 1]
+    first, full = ({d.code for d in p.diagnostics} for p in mine)
+    assert first and all(c.startswith("K01") for c in first)  # syntax only
+    assert first < full  # then everything, the type error included
 
 
 async def test_compile_command_reports_progress(client: LanguageClient):

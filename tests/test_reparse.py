@@ -73,7 +73,53 @@ def test_each_strategy_is_used_and_correct():
         seen.add(how)
         if len(p.text) > 3000:
             p = kera_core.parse(BASE)
-    assert seen == {"token", "block", "full"}
+    assert {"token", "block", "full"} <= seen <= {"token", "block", "item", "full"}
+
+
+SIG_EDITS = [
+    ("(a: f32)", "(a: f64)"),  # a parameter's type
+    ("(a: f32)", "(b: f32)"),  # a parameter's name
+    ("-> f32 {", "-> f64 {"),  # the result type
+    ("{ x: f32, y: f32 }", "{ x: f32, z: f32 }"),  # a struct's field
+    ("{ x: f32, y: f32 }", "{ x: f64, y: f32, w: i32 }"),
+    ("[N](a: f32", "[N, M](a: f32"),  # a dimension
+    ("const K: i64 = 4;", "const K: i64 = 4 * 2;"),  # a constant's value
+    ("const K: i64 = 4;", "const K: i64 = 4q;"),  # a bad literal: its own diagnostic
+    ("const K: i64 = 4q;", "const K: i64 = 4;"),  # and back
+]
+
+
+def test_edit_in_signature_struct_or_constant_reparses_one_item():
+    for old_text, new_text in SIG_EDITS:
+        base = BASE + ("const K: i64 = 4q;\n" if "4q" in old_text else "const K: i64 = 4;\n")
+        p = kera_core.parse(base)
+        i = p.text.index(old_text)
+        # the edit is the differing middle, as an editor sends it
+        pre = next(k for k in range(len(old_text)) if old_text[k] != new_text[k])
+        suf = 0
+        room = min(len(old_text), len(new_text)) - pre
+        while suf < room and old_text[-1 - suf] == new_text[-1 - suf]:
+            suf += 1
+        edit = TextEdit(Span(i + pre, i + len(old_text) - suf), new_text[pre : len(new_text) - suf])
+        new, how = _check(p, edit)
+        assert how == "item", (old_text, new_text)
+        assert new_text in new.text
+        changed = [a is not b for a, b in zip(p.green.children, new.green.children, strict=True)]
+        assert changed.count(True) == 1  # the other items are the very same green nodes
+
+
+def test_item_reparse_declines_what_could_change_its_neighbours():
+    base = BASE + "const K: i64 = 4;\n"
+    for old_text, new_text in [
+        ("const K: i64 = 4;", "const K: i64 = 4"),  # the closing `;` goes: recovery runs on
+        ("(a: f32)", "(a: f32"),  # an error inside the item
+        ("(a: f32)", "(a: /* f32)"),  # an unterminated comment swallows the rest
+        ("fn helper", "fn helper() {} fn helper"),  # one item becomes two
+    ]:
+        p = kera_core.parse(base)
+        i = p.text.index(old_text)
+        new, how = _check(p, TextEdit(Span(i, i + len(old_text)), new_text))
+        assert how != "item", (old_text, new_text)
 
 
 def test_edit_inside_identifier_relexes_one_token():

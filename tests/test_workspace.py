@@ -6,7 +6,7 @@ import pytest
 
 from kera_core import workspace as W
 from kera_core.analysis import analyze
-from kera_core.source import LineIndex
+from kera_core.source import LineIndex, Span
 from kera_core.workspace import Change, Document, Workspace
 
 SRC = """\
@@ -281,3 +281,38 @@ def test_callers_are_deferred_until_their_graph_is_read_and_always_match_a_full_
     # an undo to the opened text reuses what it had
     doc.apply_changes(version + 1, [Change(CHAIN)])
     same_as_batch(doc)
+
+
+def test_a_watched_analysis_is_abandoned_and_the_next_one_is_complete():
+    """``Document.analysis(watch=…)`` asks the watch between functions (lowering, then
+    ownership); when it says stop the analysis raises ``Abandoned`` and keeps nothing but
+    complete cache entries, so the next analysis — of this text or an edited one — equals a
+    cold one."""
+    from bench.corpus import generate
+    from kera_core.analysis import analyze
+    from kera_core.cancel import EVERY, Abandoned
+
+    text = generate(1500)
+    for stage in ("lowering", "ownership"):
+        doc = Document("file:///watched.kera", text, 1)
+        asked: list[tuple[str, int, int]] = []
+
+        def watch(st: str, done: int, total: int, asked=asked, stage=stage) -> bool:
+            asked.append((st, done, total))
+            return st == stage and done >= 2 * EVERY
+
+        with pytest.raises(Abandoned):
+            doc.analysis(watch=watch)
+        assert asked[-1][0] == stage and asked[-1][1] == 2 * EVERY
+        assert all(done % EVERY == 0 for _, done, _ in asked)
+        a = doc.analysis()  # unwatched: runs to its end
+        assert a.diagnostics == analyze(text).diagnostics
+        i = doc.text.index("{", doc.text.index("fn ")) + 1
+        at = len(doc.text[:i].encode("utf-8"))
+        doc.edit(Span(at, at), " ")
+        doc.version = 2
+        assert doc.analysis(watch=lambda *_: False).diagnostics == analyze(doc.text).diagnostics
+
+
+def test_size_limits_are_ten_megabytes():
+    assert W.MAX_PARSE_BYTES == W.MAX_SEMA_BYTES == 10 * 1024 * 1024

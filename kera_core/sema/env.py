@@ -10,7 +10,6 @@ import difflib
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, error, quoted
-from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.node import Function
 from kera_core.ir.types import (
     EFFECTS,
@@ -207,27 +206,6 @@ class ModuleEnv:
         if use.kind == "field":
             return self.field_spans.get((use.owner, use.name))
         return None
-
-    def write_structs_and_consts(self, w: Writer) -> None:
-        """What a signature can see of other items: the structs and the constants (a
-        constant can be a dimension, language.md §3.3)."""
-        for name in sorted(self.structs):
-            w.str(name)
-            w.raw(self.structs[name].hash)
-        for name in sorted(self.consts):
-            c = self.consts[name]
-            w.str(name)
-            w.str(str(c.value.syntax) if c.value is not None else "")
-            w.raw(c.type.hash if c.type is not None else b"")
-
-    def signature_digest(self) -> bytes:
-        """Identity of everything a body can see of other items (for the lowering cache)."""
-        w = Writer()
-        self.write_structs_and_consts(w)
-        for name in sorted(self.fns):
-            w.str(name)
-            w.raw(self.fns[name].type.hash)
-        return digest("fn", w.getvalue())
 
 
 class TypeResolver:

@@ -1,10 +1,10 @@
-"""A module after an edit inside one function, in time proportional to the edit.
+"""A module after an edit inside one item, in time proportional to what depends on it.
 
 :func:`relower_module` takes the :class:`Module` of the previous version and the new
-parse. When the file's items are the same interned green nodes but one function, whose
-name, signature type and calls are unchanged (the usual keystroke in a body), the new
-module is the old one with that function's signature, lowering and diagnostics replaced;
-nothing is done per other function:
+parse. When the file's items are the same interned green nodes but one — a function whose
+name and calls are unchanged (a keystroke in its body or its signature), or a struct or
+constant under the same name — the new module is the old one with that item's entries, and
+those of the functions that depend on it, replaced; nothing is done per other function:
 
 * **Positions are item-relative until read.** Every per-item entry — a function's
   :class:`FnSig`, its :class:`LoweredFn`, an instance's, a constant's ``ConstDef`` — is kept
@@ -20,19 +20,28 @@ nothing is done per other function:
   other items (``LoweredFn.relocatable`` false: a call's mismatch names the callee's
   parameter) moves with its item while it and what it points to lie on one side of the
   edit, and is moved span by span when the edit falls between them.
-* **Dependants only.** The function is lowered as ``lower_module(defer=True)`` would;
-  callers see the same signatures, so they are lowered again only when it starts or stops
-  lowering at all (their shape records which callees lowered), callees first.
+* **Dependants only.** The function is lowered as ``lower_module(defer=True)`` would. What
+  another function reads of it is its signature (``Deps.item``, sema/deps.py): when that is
+  the same (a body edit), its callers are lowered again only when it starts or stops
+  lowering at all (their shape records which callees lowered), callees first; when it
+  changed, the functions whose text names it (``State.named_in``) are lowered again too,
+  with their new per-function keys. A struct or constant edit collects the declarations
+  again (few; the structs stay when a constant changed, the constants and their check
+  when no constant names a changed struct), and the functions that name a changed struct
+  or constant (through constants, transitively) get their signature made again — when it
+  changes, what names them follows — and are lowered again.
 * **The graph is built on demand**: the first read of ``Module.graph``/``provenance``
   runs the full :func:`~kera_core.sema.module.lower_module` (which finds every other
   function in the lowering cache) and adopts its graph, functions and environment.
 
-A generic function's edit lowers each of its instances again and merges their
+A generic function's body edit lowers each of its instances again and merges their
 diagnostics; a later definition of a name (not lowered) only moves its K0202. Anything
-else — an item added, removed or renamed, a struct or constant edited, a signature changed
-(its type, type, dimension or parameter names), the call list changed, another item's
-diagnostic pointing into the edited function — returns None and the caller runs the full
-``lower_module``. The items are told apart by green-node identity (after a full
+else — an item added, removed or renamed, a function leaving or joining ``env.fns`` (its
+signature no longer resolves), a struct that stops resolving, a generic function's
+signature changed or a generic function among the dependants, a function in a call cycle
+among them, the call list changed, another item's diagnostic pointing into the edited one
+— returns None and the caller runs the full ``lower_module`` (which, with per-function
+keys, still lowers only what depends on the change). The items are told apart by green-node identity (after a full
 reparse, which makes new nodes, by structural equality). The result is equal to a
 cold analysis; that is what ``tests/test_incremental_equals_cold.py`` checks, edit by edit.
 
@@ -53,6 +62,7 @@ from operator import attrgetter, is_
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.diagnostics.diagnostic import Edit, Fix, Related
 from kera_core.ir.provenance import FnProvenance
+from kera_core.sema.deps import Deps, key_digest, mentions
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, Use
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.module import (
@@ -60,6 +70,9 @@ from kera_core.sema.module import (
     Module,
     _cache_key,
     _callee_names,
+    _checked_constants,
+    _collect_consts,
+    _collect_structs,
     _defined_twice,
     _fn_signature,
     _instances,
@@ -72,9 +85,10 @@ from kera_core.sema.module import (
     _shape_key,
     _Shifted,
     _ShiftedUses,
+    _Source,
     _StandIn,
-    _structs_key,
     _text_digest,
+    _type_deps,
     _utf8,
     _with_type_args,
     lower_module,
@@ -89,6 +103,8 @@ from kera_core.syntax.tree import SyntaxNode
 log = logging.getLogger(__name__)
 _LEN = attrgetter("text_len")
 _ITEM_KINDS = (K.FN, K.CONST, K.STRUCT)
+#: an item's identifiers are read off its own text here (no whole-file encoding per edit)
+_ITEM_TEXT = _Source(None)
 #: shape-cache entries added by edits here (``lower_module``'s prune does not see them)
 #: are dropped oldest first beyond this many
 KEEP_SHAPES = 64
@@ -200,8 +216,15 @@ class State:
     called: dict  # graph name -> the sorted graph names it calls
     callers: dict  # graph name -> the graph names that call it
     stale: frozenset  # graph names whose lowering's graph part is not final (deferred)
-    env_digest: bytes
-    structs_key: bytes
+    deps: Deps  # what the functions can see of the other items (sema/deps.py)
+    env_keys: dict  # name -> the digest of what that function reads of other items
+    # the diagnostics of the structs' and constants' declarations and of the constants'
+    # check, where they are in this version
+    decl_diags: list
+    # item name -> the functions (by name, in env.fns) whose text names it: made when an
+    # item's digest first changes (:func:`_named_in`), kept while no body edit names another
+    named_in: dict | None = None
+    decls: list | None = None  # the child indices of the structs and constants, when asked
 
 
 def prepare(module: Module) -> None:
@@ -221,7 +244,7 @@ def _state_of(module: Module) -> State | None:
         return module.incremental
     if module.made_from is None:
         return None
-    root, callees, called, env_digest, deferred = module.made_from
+    root, callees, called, deps, env_keys, deferred, decl_diags = module.made_from
     layout = Layout(root)
     children = layout.children
     pos = {
@@ -278,8 +301,8 @@ def _state_of(module: Module) -> State | None:
     fn_at = {i: n for n, (i, _) in fns.items()}
     module.incremental = State(
         root, children, offsets, struct_spans, field_spans, uses, fns, instances, consts, functions, lowered, item_fn, fn_at, fixed,  # type: ignore[arg-type]
-        callees, called, callers, deferred if module.pending else frozenset(), env_digest,
-        _structs_key(env),
+        callees, called, callers, deferred if module.pending else frozenset(), deps, env_keys,
+        decl_diags,
     )  # fmt: skip
     return module.incremental
 
@@ -470,8 +493,49 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
             return None
         i = diff[0]
     og, ng = old[i], new[i]
-    if og.is_token or ng.is_token or og.kind != K.FN or ng.kind != K.FN:
+    if og.is_token or ng.is_token or og.kind != ng.kind or og.kind not in _ITEM_KINDS:
         return None
+    start = st.offsets[i]
+    cut = _Cut(start, start + og.text_len, ng.text_len - og.text_len)
+    offsets = st.offsets
+    if cut.delta:  # the children after the edited one moved (list work in C)
+        offsets = [*offsets[: i + 1], *map(cut.delta.__add__, offsets[i + 1 :])]
+    layout = Layout(root, offsets)
+    redo = (_redo_fn if og.kind == K.FN else _redo_decl)(prev, st, cache, i, layout)
+    if redo is None:
+        return None
+    return _patched(prev, st, parse, cache, i, layout, cut, redo)
+
+
+@dataclass
+class _Redo:
+    """What one changed item made again (the rest of the module is patched around it)."""
+
+    new_env: ModuleEnv
+    fns: dict  # State.fns of the new version
+    deps: Deps
+    env_keys: dict
+    named_in: dict | None
+    gone: list  # the old diagnostics of what was made again
+    added: list  # its new diagnostics
+    redone: dict  # Module.functions entries made again
+    units: dict  # Module.lowered entries made again
+    olds: dict  # the old Module.functions entries of those
+    functions: dict  # State.functions of the new version
+    lowered: dict  # State.lowered of the new version
+    stale: set
+    # State.struct_spans, field_spans, uses, consts of the new version
+    decls: tuple
+    decl_diags: list | None = None  # State.decl_diags when they were made again
+
+
+def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout) -> _Redo | None:
+    """One function changed: its body (it alone is lowered again, and its callers when it
+    starts or stops lowering), or its signature (also the functions that name it), or it is
+    a later definition of a name (only its K0202 moves)."""
+    old, new = st.children, layout.children
+    og, ng = old[i], new[i]
+    start = st.offsets[i]
     name = st.item_fn.get(i)
     generic = duplicate = False
     if name is None:  # a generic function (lowered once per instance), or a later
@@ -482,12 +546,6 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
             return None
         else:
             generic = True
-    start = st.offsets[i]
-    cut = _Cut(start, start + og.text_len, ng.text_len - og.text_len)
-    offsets = st.offsets
-    if cut.delta:  # the children after the edited one moved (list work in C)
-        offsets = [*offsets[: i + 1], *map(cut.delta.__add__, offsets[i + 1 :])]
-    layout = Layout(root, offsets)
     fn = ast.Fn(layout.node(i))
     named = _name_of(fn, cache)
     old_fn = ast.Fn(SyntaxNode(og, st.root, start, i))
@@ -514,6 +572,7 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
         bad_consts=env.bad_consts,
     )
     if duplicate:  # its K0202 moves with it; nothing else is made of it
+        env_keys, deps, named_in = st.env_keys, st.deps, st.named_in
         functions_base, lowered_base = dict(st.functions), dict(st.lowered)
         stale = set(st.stale)
         redone, units, olds = {}, {}, {}
@@ -531,25 +590,37 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
         # the function's signature: its type (all other bodies see), names and calls the same
         old_sig = prev.env.fns[name]
         sig_diags: list[Diagnostic] = []
-        sig = _fn_signature(fn, named, new_env, sig_diags, cache, st.structs_key)
-        if sig is None or (
-            sig.type.hash,
-            sig.dim_names,
-            sig.param_names,
-            sig.exported,
-            [(t.name, t.bound) for t in sig.type_params],
-        ) != (
-            old_sig.type.hash,
-            old_sig.dim_names,
-            old_sig.param_names,
-            old_sig.exported,
-            [(t.name, t.bound) for t in old_sig.type_params],
-        ):
-            return None
+        sig = _fn_signature(fn, named, new_env, sig_diags, cache, st.deps, _ITEM_TEXT)
+        if sig is None:
+            return None  # it leaves env.fns: the names every function sees change
+        deps, dependants = st.deps, []
+        item = Deps.item(sig)
+        if item != st.deps.fn_items[name]:  # its signature changed (type, names, `pub`)
+            if generic or sig.is_generic or old_sig.is_generic:
+                return None  # its instances change
+            deps = st.deps.with_item(name, item)
+            named_in = _named_in(st, cache)
+            dependants = [u for u in named_in.get(name, ()) if u != name]
+            for u in dependants:
+                if st.item_fn.get(st.fns[u][0]) != u or u not in st.called:
+                    return None  # a generic function, or one in a call cycle (not lowered)
         fns_base[name] = (i, sig)
         calls = [c for c in _callee_names(sig, cache) if c in new_env.fns]
         if calls != st.callees[name]:
             return None
+        # what it reads of the other items (its text may name other ones now), and what the
+        # functions that name it read of it
+        seen = _ITEM_TEXT.mentions(fn.syntax, cache)
+        env_keys = dict(st.env_keys)
+        env_keys[name] = cache.key(ng, key_digest, deps.key_parts(seen))
+        for u in dependants:
+            g = new[st.fns[u][0]]
+            env_keys[u] = cache.key(g, key_digest, deps.key_parts(_mentions_of(g, cache)))
+        named_in = st.named_in
+        if named_in is not None:
+            old_seen = _mentions_of(og, cache)
+            if (seen ^ old_seen) & deps.items.keys():
+                named_in = None  # it names other items now: the index is made again
 
         # its lowering; when it starts or stops failing to lower, its callers' shapes (which
         # callees lowered) change too, and they are lowered again, callees first
@@ -569,7 +640,7 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
             per: dict[str, list[Diagnostic]] = {}
             for u, inst in insts.items():
                 lf = _lower_unit(
-                    u, inst, ng, new_env, st.env_digest, st.called[u], lowered_base, stale, cache
+                    u, inst, ng, new_env, env_keys[name], st.called[u], lowered_base, stale, cache
                 )
                 if (lf.function is None) != (prev.lowered[u].function is None):
                     return None  # its callers' shapes change
@@ -579,35 +650,204 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
             merged = _merged_diagnostics(sig, list(insts.values()), per)
             redone[name] = _representative(sig, list(units.values()), merged)
             functions_base[name] = (i, redone[name])
-        todo = [] if generic else [name]
-        while todo:
-            u = todo.pop(0)
-            u_sig = sig if u == name else new_env.fns[u]
-            j = i if u == name else st.fns[u][0]
-            lf = _lower_unit(
-                u, u_sig, new[j], new_env, st.env_digest, st.called[u], lowered_base, stale, cache
-            )
-            functions_base[u] = lowered_base[u] = (j, lf)
-            was = redone.get(u) or prev.functions[u]
-            redone[u] = units[u] = lf
-            if (lf.function is None) != (was.function is None):
-                for c in st.callers.get(u, ()):
-                    if c not in st.fns or st.item_fn.get(st.fns[c][0]) != c:
-                        return None  # a generic function's instance, or a function in a cycle
-                    todo.append(c)
+        todo = [] if generic else [name, *dependants]
+        tables = (functions_base, lowered_base, redone, units)
+        if not _lower_again(
+            todo, {name: sig}, prev, st, layout, new_env, env_keys, tables, stale, cache
+        ):
+            return None
 
         # the diagnostics: the old ones less those of the function and the ones lowered again,
         # the rest moved, the new ones
         old_sig_diags: list[Diagnostic] = []
-        _fn_signature(old_fn, old_named, prev.env, old_sig_diags, cache, st.structs_key)
+        _fn_signature(old_fn, old_named, prev.env, old_sig_diags, cache, st.deps, _ITEM_TEXT)
         olds = {u: prev.functions[u] for u in redone}
         gone = old_sig_diags + [d for u in redone for d in olds[u].diagnostics]
         added = sig_diags + [d for u in redone for d in redone[u].diagnostics]
+    return _Redo(
+        new_env, fns_base, deps, env_keys, named_in, gone, added, redone, units, olds,
+        functions_base, lowered_base, stale,
+        (st.struct_spans, st.field_spans, st.uses, st.consts),
+    )  # fmt: skip
+
+
+_DECL_KINDS = {K.STRUCT: ast.Struct, K.CONST: ast.Const}
+
+
+def _redo_decl(
+    prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout
+) -> _Redo | None:
+    """One struct or constant changed, under the same name: the structs' and constants'
+    declarations are collected and checked again (they are few), and the functions whose
+    text names an item whose digest changed (sema/deps.py) get their signature made again —
+    when one changes, what names that function follows — and are lowered again."""
+    if st.decls is None:
+        st.decls = [
+            j for j, c in enumerate(st.children) if not c.is_token and c.kind in _DECL_KINDS
+        ]
+    decls = st.decls
+    old_layout = Layout(st.root, st.offsets)
+    news_ = [_DECL_KINDS[layout.children[j].kind](layout.node(j)) for j in decls]
+    was = _DECL_KINDS[st.children[i].kind](old_layout.node(i)).name
+    now = news_[decls.index(i)].name
+    if was is None or now is None or was.text != now.text:
+        return None
+
+    # the declarations again (check_constants reads the functions' names only); after a
+    # constant's edit the structs stay: their entries, uses and diagnostics (which come
+    # before the constants' in env.uses and in the declarations' diagnostics)
+    env = prev.env
+    after_env = ModuleEnv(fns=env.fns)  # type: ignore[arg-type]
+    gone = list(st.decl_diags)
+    added: list[Diagnostic] = []
+    offs = layout.offsets
+
+    def at(span: Span) -> tuple[int, tuple[int, Span]]:
+        j = bisect_right(offs, span.start) - 1
+        return j, (offs[j], span)
+
+    kinds = st.children
+    og, start = st.children[i], st.offsets[i]
+    cut = _Cut(start, start + og.text_len, layout.children[i].text_len - og.text_len)
+
+    def kept(kind) -> tuple[list, list]:
+        """The uses and the declarations' diagnostics of the structs or of the constants
+        (``kind``), as the last version had them (in order), moved by the edit."""
+        where = [kinds[bisect_right(st.offsets, d.span.start) - 1].kind for d in st.decl_diags]
+        diags = [d for d, k in zip(st.decl_diags, where, strict=True) if k == kind]
+        return [e for e in st.uses if kinds[e[0]].kind == kind], cut.diagnostics(diags)
+
+    consts = None
+    if og.kind == K.CONST:  # the structs stay
+        after_env.structs = env.structs
+        struct_spans, field_spans = st.struct_spans, st.field_spans
+        uses, struct_diags = kept(K.STRUCT)
+        added += struct_diags
+        _collect_consts(after_env, added, news_)  # type: ignore[arg-type]
+        uses += [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
+    else:
+        _collect_structs(None, after_env, added, news_)  # type: ignore[arg-type]
+        struct_spans = {n: at(sp) for n, sp in after_env.struct_spans.items()}
+        field_spans = {n: at(sp) for n, sp in after_env.field_spans.items()}
+        uses = [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
+        changed_structs = {
+            n
+            for n in after_env.structs.keys() | env.structs.keys()
+            if (n in after_env.structs) != (n in env.structs)
+            or after_env.structs[n].hash != env.structs[n].hash
+        }
+        const_items = [c for c in news_ if isinstance(c, ast.Const)]
+        if any(_mentions_of(c.syntax.green, cache) & changed_structs for c in const_items):
+            _collect_consts(after_env, added, news_)  # type: ignore[arg-type]
+            uses += [(j, s, u) for u in after_env.uses[len(uses) :] for j, (s, _) in [at(u.span)]]
+        else:  # no constant names a changed struct: the constants and their check stay
+            after_env.consts = env.consts
+            after_env.bad_consts = env.bad_consts
+            consts = st.consts
+            const_uses, const_diags = kept(K.CONST)
+            uses += const_uses
+    deps = _type_deps(after_env, news_, cache, _ITEM_TEXT)  # type: ignore[arg-type]
+    if deps.type_names != st.deps.type_names:
+        return None  # a struct or constant appeared or went: the names every function sees
+    if consts is None:
+        added += _checked_constants(after_env, news_, cache, deps)  # type: ignore[arg-type]
+        consts = {n: (at(c.span)[0], c) for n, c in after_env.consts.items()}
+    else:
+        added += const_diags
+    decl_diags = list(added)
+    deps.adopt_functions(st.deps, after_env.bad_consts)
+
+    # the new environment's declarations, item-relative
+    fns_base = dict(st.fns)
+    new_env = ModuleEnv(
+        structs=after_env.structs,
+        struct_spans=Placed(struct_spans, _span_at(layout)),  # type: ignore[arg-type]
+        field_spans=Placed(field_spans, _span_at(layout)),  # type: ignore[arg-type]
+        consts=Placed(consts, _const_at(layout)),  # type: ignore[arg-type]
+        fns=Placed(fns_base, _sig_at(layout)),  # type: ignore[arg-type]
+        instances=Placed(st.instances, _sig_at(layout)),  # type: ignore[arg-type]
+        uses=PlacedUses(uses, layout),  # type: ignore[arg-type]
+        bad_consts=after_env.bad_consts,
+    )
+
+    # the functions that name a changed item: their signatures, then their lowerings
+    named_in = _named_in(st, cache)
+    changed = [n for n in deps.items if deps.items[n] != st.deps.items.get(n)]
+    todo = [u for n in changed for u in named_in.get(n, ())]
+    sigs: dict[str, FnSig] = {}
+    while todo:
+        u = todo.pop()
+        if u in sigs:
+            continue
+        j = st.fns[u][0]
+        if st.item_fn.get(j) != u or u not in st.called:
+            return None  # a generic function, or one in a call cycle (not lowered)
+        fn = ast.Fn(layout.node(j))
+        named = _name_of(fn, cache)
+        if named is None:
+            return None
+        old_fn = ast.Fn(old_layout.node(j))
+        _fn_signature(old_fn, named, env, gone, cache, st.deps, _ITEM_TEXT)
+        sig = _fn_signature(fn, named, new_env, added, cache, deps, _ITEM_TEXT)
+        if sig is None or sig.is_generic:
+            return None
+        sigs[u] = sig
+        fns_base[u] = (j, sig)
+        item = Deps.item(sig)
+        if item != deps.fn_items[u]:  # what names it reads its signature: it follows
+            deps = deps.with_item(u, item)
+            todo += named_in.get(u, ())
+    env_keys = dict(st.env_keys)
+    for u in sigs:
+        g = layout.children[st.fns[u][0]]
+        env_keys[u] = cache.key(g, key_digest, deps.key_parts(_mentions_of(g, cache)))
+    functions_base, lowered_base = dict(st.functions), dict(st.lowered)
+    stale = set(st.stale)
+    redone: dict[str, LoweredFn] = {}
+    units: dict[str, LoweredFn] = {}
+    order = [u for u in st.called if u in sigs]  # callees first, as lower_module
+    tables = (functions_base, lowered_base, redone, units)
+    if not _lower_again(order, sigs, prev, st, layout, new_env, env_keys, tables, stale, cache):
+        return None
+    olds = {u: prev.functions[u] for u in redone}
+    gone += [d for u in redone for d in olds[u].diagnostics]
+    added += [d for u in redone for d in redone[u].diagnostics]
+    return _Redo(
+        new_env, fns_base, deps, env_keys, st.named_in, gone, added, redone, units, olds,
+        functions_base, lowered_base, stale, (struct_spans, field_spans, uses, consts),
+        decl_diags,
+    )  # fmt: skip
+
+
+def _patched(
+    prev: Module,
+    st: State,
+    parse: Parse,
+    cache: LoweringCache,
+    i: int,
+    layout: Layout,
+    cut: _Cut,
+    redo: _Redo,
+) -> tuple[Module, Change] | None:
+    """The new module: the old one with what ``redo`` made again, the rest moved by ``cut``
+    (None when an old diagnostic cannot be told apart)."""
+    root, new, offsets = layout.root, layout.children, layout.offsets
+    og = st.children[i]
+    new_env, fns_base, deps, env_keys, named_in = (
+        redo.new_env,
+        redo.fns,
+        redo.deps,
+        redo.env_keys,
+        redo.named_in,
+    )
+    gone, added, redone, units, olds = redo.gone, redo.added, redo.redone, redo.units, redo.olds
+    functions_base, lowered_base, stale = redo.functions, redo.lowered, redo.stale
     rest = without(prev.diagnostics, gone)
     if rest is None:
         return None
     diags = cut.diagnostics(rest) + added
     diags.sort(key=sort_key)
+    decl_diags = redo.decl_diags if redo.decl_diags is not None else cut.diagnostics(st.decl_diags)
 
     # entries not relocatable: one whose item and diagnostics all lie before the edit or all
     # after it moves with its item (when read); one that straddles it is moved now
@@ -636,7 +876,15 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
         fixed[(t, k)] = _extent(moved, new[j].text_len)
 
     # the old green's memos go (a new one was made for the new green)
-    for table in (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names):
+    for table in (
+        cache.calls,
+        cache.texts,
+        cache.sigs,
+        cache.keys,
+        cache.names,
+        cache.idents,
+        cache.items,
+    ):
         hit_ = table.get(id(og))
         if hit_ is not None and hit_[0] is og:
             del table[id(og)]
@@ -663,13 +911,67 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
         return full.graph, full.provenance
 
     module._finish = finish
+    struct_spans, field_spans, uses, consts = redo.decls
     module.incremental = State(
-        root, new, offsets, st.struct_spans, st.field_spans, st.uses, fns_base,
-        new_env.instances.base, st.consts, functions_base, lowered_base, st.item_fn,
-        st.fn_at, fixed, st.callees, st.called, st.callers, frozenset(stale), st.env_digest,
-        st.structs_key,
+        root, new, offsets, struct_spans, field_spans, uses, fns_base,
+        new_env.instances.base, consts, functions_base, lowered_base, st.item_fn,
+        st.fn_at, fixed, st.callees, st.called, st.callers, frozenset(stale), deps,
+        env_keys, decl_diags, named_in, st.decls,
     )  # fmt: skip
     return module, Change(cut, [(u, olds[u], lf) for u, lf in redone.items()])
+
+
+def _lower_again(
+    todo: list[str],
+    sigs: dict[str, FnSig],
+    prev: Module,
+    st: State,
+    layout: Layout,
+    env: ModuleEnv,
+    env_keys: dict,
+    tables: tuple[dict, dict, dict, dict],
+    stale: set[str],
+    cache: LoweringCache,
+) -> bool:
+    """Lower the functions ``todo`` again, in order (``sigs``: their new signatures, where
+    they changed), into the new version's tables (``State.functions``, ``State.lowered``, and
+    the entries made again); when one starts or stops lowering, its callers' shapes change
+    and they are lowered again too. False when such a caller is not a plain function (a
+    generic function's instance, a function in a call cycle): the module is lowered."""
+    functions, lowered, redone, units = tables
+    while todo:
+        u = todo.pop(0)
+        j = st.fns[u][0]
+        sig = sigs[u] if u in sigs else env.fns[u]
+        lf = _lower_unit(
+            u, sig, layout.children[j], env, env_keys[u], st.called[u], lowered, stale, cache
+        )
+        functions[u] = lowered[u] = (j, lf)
+        was = redone.get(u) or prev.functions[u]
+        redone[u] = units[u] = lf
+        if (lf.function is None) != (was.function is None):
+            for c in st.callers.get(u, ()):
+                if c not in st.fns or st.item_fn.get(st.fns[c][0]) != c:
+                    return False
+                todo.append(c)
+    return True
+
+
+def _mentions_of(green, cache: LoweringCache) -> frozenset[str]:
+    """The identifiers in a function's text (memoised per green node, sema/deps.py)."""
+    return cache.memo(cache.idents, green, lambda: mentions(green, None, 0))
+
+
+def _named_in(st: State, cache: LoweringCache) -> dict[str, list[str]]:
+    """Which functions name each item (``State.named_in``, made now if it is not)."""
+    if st.named_in is None:
+        names = st.deps.items.keys()
+        out: dict[str, list[str]] = {}
+        for u, (j, _) in st.fns.items():
+            for m in _mentions_of(st.children[j], cache) & names:
+                out.setdefault(m, []).append(u)
+        st.named_in = out
+    return st.named_in
 
 
 def _extent(lf: LoweredFn, length: int) -> tuple[int, int]:

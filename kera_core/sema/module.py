@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kera_core.cancel import Watch, check
 from kera_core.diagnostics import Diagnostic, Related, error, sort_key, warning
 from kera_core.ir.dims import binding_plan
 from kera_core.ir.encoding import Writer, digest
@@ -46,6 +47,7 @@ from kera_core.ir.types import (
     instantiate,
 )
 from kera_core.sema.consts import check_constants
+from kera_core.sema.deps import Deps, key_digest, mentions
 from kera_core.sema.env import (
     ConstDef,
     FnSig,
@@ -79,10 +81,14 @@ class LoweringCache:
     # holding the node itself, so an entry is valid exactly while that node is in the tree.
     calls: dict[int, tuple[object, tuple[str, ...]]] = field(default_factory=dict)
     texts: dict[int, tuple[object, bytes]] = field(default_factory=dict)
-    sigs: dict[int, tuple[object, bytes, tuple]] = field(default_factory=dict)
+    sigs: dict[int, tuple[object, tuple, tuple]] = field(default_factory=dict)
     # the last full and shape keys computed for a function, with what they were made of
     keys: dict[int, tuple[object, dict]] = field(default_factory=dict)
     names: dict[int, tuple[object, tuple | None]] = field(default_factory=dict)
+    # the identifiers in an item's text (sema/deps.py), per function, struct and constant
+    idents: dict[int, tuple[object, frozenset[str]]] = field(default_factory=dict)
+    # what a caller can read of a function's signature (Deps.item), per green node
+    items: dict[int, tuple[object, object, bytes]] = field(default_factory=dict)
     # the last check of the constants: (key, their green items, located diagnostics, bad)
     consts: tuple | None = None
     # shape keys added by sema.incremental (oldest first), which drops the oldest itself
@@ -267,8 +273,36 @@ def _collect_signatures(
     diags: list[Diagnostic],
     cache: LoweringCache | None = None,
     items: list[ast.Item] | None = None,
-) -> None:
+    source: _Source | None = None,
+    decl: list[Diagnostic] | None = None,
+) -> Deps:
+    """The constants' and functions' signatures into ``env``; what each function can see of
+    the other items (sema/deps.py) is returned. The constants' diagnostics go to ``decl``
+    when it is given."""
     items = root.items if items is None else items
+    cache = cache if cache is not None else LoweringCache()
+    source = source if source is not None else _Source(root.syntax.text)
+    _collect_consts(env, diags if decl is None else decl, items)
+    deps = _type_deps(env, items, cache, source)
+    for fn in [i for i in items if isinstance(i, ast.Fn)]:
+        named = _name_of(fn, cache)
+        if named is None:
+            continue
+        name = named[0]
+        if name in env.fns:
+            start = fn.syntax.offset
+            span = Span(start + named[1], start + named[2])
+            diags.append(_defined_twice(name, span, env.fns[name].name_span))
+            continue
+        sig = _fn_signature(fn, named, env, diags, cache, deps, source)
+        if sig is None:
+            continue
+        env.fns[name] = sig
+        env.instances.update(_instances(sig))
+    return deps
+
+
+def _collect_consts(env: ModuleEnv, diags: list[Diagnostic], items: list[ast.Item]) -> None:
     for c in [i for i in items if isinstance(i, ast.Const)]:
         if c.name is None:
             continue
@@ -278,22 +312,38 @@ def _collect_signatures(
             continue
         t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
         env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
-    structs_key = _structs_key(env)
-    for fn in [i for i in items if isinstance(i, ast.Fn)]:
-        named = _name_of(fn, cache) if cache is not None else _name_rel(fn)
-        if named is None:
-            continue
-        name = named[0]
-        if name in env.fns:
-            start = fn.syntax.offset
-            span = Span(start + named[1], start + named[2])
-            diags.append(_defined_twice(name, span, env.fns[name].name_span))
-            continue
-        sig = _fn_signature(fn, named, env, diags, cache, structs_key)
-        if sig is None:
-            continue
-        env.fns[name] = sig
-        env.instances.update(_instances(sig))
+
+
+def _type_deps(env: ModuleEnv, items: list[ast.Item], cache: LoweringCache, source) -> Deps:
+    """The structs' and constants' digests (sema/deps.py), each with what its text names."""
+    named_by: dict[str, set[str]] = {}
+    for i in items:
+        if isinstance(i, ast.Const | ast.Struct):
+            named = _name_of(i, cache)  # type: ignore[arg-type]
+            if named is not None:
+                named_by.setdefault(named[0], set()).update(source.mentions(i.syntax, cache))
+    return Deps(env, named_by)  # type: ignore[arg-type]
+
+
+class _Source:
+    """The file's text, encoded to UTF-8 once, when first needed (None: a lone surrogate)."""
+
+    __slots__ = ("text", "_utf8")
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text  # None: read each item's own text
+        self._utf8: list[bytes | None] = []
+
+    @property
+    def utf8(self) -> bytes | None:
+        if not self._utf8:
+            self._utf8.append(_utf8(self.text) if self.text is not None else None)
+        return self._utf8[0]
+
+    def mentions(self, node, cache: LoweringCache) -> frozenset[str]:
+        """The identifiers in an item's text (memoised per green node)."""
+        green = node.green
+        return cache.memo(cache.idents, green, lambda: mentions(green, self.utf8, node.offset))
 
 
 def _defined_twice(name: str, span: Span, first: Span) -> Diagnostic:
@@ -306,24 +356,18 @@ def _defined_twice(name: str, span: Span, first: Span) -> Diagnostic:
     )
 
 
-def _structs_key(env: ModuleEnv) -> bytes:
-    """What a signature can see of the structs and constants (a constant can be a dimension,
-    §3.3); its memo in ``LoweringCache.sigs`` is keyed by it."""
-    w = Writer()
-    env.write_structs_and_consts(w)
-    return digest("fn", w.getvalue())
-
-
 def _fn_signature(
     fn: ast.Fn,
     named: tuple[str, int, int],
     env: ModuleEnv,
     diags: list[Diagnostic],
-    cache: LoweringCache | None,
-    structs_key: bytes,
+    cache: LoweringCache,
+    deps: Deps,
+    source: _Source,
 ) -> FnSig | None:
-    """One function's signature where it now is (memoised per green node), its diagnostics
-    added to ``diags``; None when its types do not resolve."""
+    """One function's signature where it now is (memoised per green node, with what it
+    reads of the structs and constants), its diagnostics added to ``diags``; None when its
+    types do not resolve."""
     green = fn.syntax.green
     name, ns, ne = named
     start = fn.syntax.offset
@@ -338,13 +382,13 @@ def _fn_signature(
                 f"`{name}(…)` here calls this function",
             )
         )
-    hit = cache.sigs.get(id(green)) if cache is not None else None
-    if hit is not None and hit[0] is green and hit[1] == structs_key:
+    sees = deps.sig_key(source.mentions(fn.syntax, cache))
+    hit = cache.sigs.get(id(green))
+    if hit is not None and hit[0] is green and hit[1] == sees:
         entry = hit[2]
     else:
         entry = _signature(fn, env)
-        if cache is not None:
-            cache.sigs[id(green)] = (green, structs_key, entry)
+        cache.sigs[id(green)] = (green, sees, entry)
     base, ftype, dims, names, exported, doc, uses, fn_diags, tparams, tspans = entry
     delta = start - base
     diags.extend([d.shifted(delta) for d in fn_diags] if delta else fn_diags)
@@ -742,6 +786,7 @@ def lower_module(
     cache: LoweringCache | None = None,
     defer: bool = False,
     imports: Imports | None = None,
+    watch: Watch | None = None,
 ) -> Module:
     """Build the graph of a parsed file; never raises on bad input.
 
@@ -751,36 +796,45 @@ def lower_module(
 
     ``imports`` (a file of a package, sema/package.py) are the items its `use`
     declarations bring in, already lowered in their own files: a call to an imported
-    function names the callee's hash, exactly as a call to one of this file's does.
+    function names the callee's hash, exactly as a call to one of this file's does. ``watch``
+    is asked between functions (kera_core/cancel.py): :class:`Abandoned` when it says stop.
     """
     # Lowering allocates millions of small acyclic objects: the cyclic GC is paused
     # meanwhile (its full passes over a big file's trees cost ~10 %).
     with deep_recursion(quiet_gc=True):
-        return _lower_module(parse, cache, defer, imports)
+        return _lower_module(parse, cache, defer, imports, watch)
 
 
 def _lower_module(
-    parse: Parse, cache: LoweringCache | None, defer: bool, imports: Imports | None = None
+    parse: Parse,
+    cache: LoweringCache | None,
+    defer: bool,
+    imports: Imports | None = None,
+    watch: Watch | None = None,
 ) -> Module:
     cache = cache if cache is not None else LoweringCache()
     diags: list[Diagnostic] = []
     root = ast.SourceFile(parse.tree)
     env = ModuleEnv()
     items = root.items
+    source = _Source(parse.text)
     if imports is not None:
         env.imported = imports.items
         env.modules = imports.modules
         env.structs.update(imports.structs)
-    _collect_structs(root, env, diags, items)
-    _collect_signatures(root, env, diags, cache, items)
+    decl: list[Diagnostic] = []  # the structs' and constants' (sema/incremental.py keeps them)
+    _collect_structs(root, env, decl, items)
+    fn_diags: list[Diagnostic] = []
+    deps = _collect_signatures(root, env, fn_diags, cache, items, source, decl)
     local = list(env.fns)
     if imports is not None:  # a local item of the same name wins (sema/package.py reports it)
         for name, sig in imports.fns.items():
             env.fns.setdefault(name, sig)
         for name, sig in imports.instances.items():
             env.instances.setdefault(name, sig)
-    env_digest = env.signature_digest()
-    diags += _checked_constants(env, items, cache, env_digest)
+    checked = _checked_constants(env, items, cache, deps)
+    diags += decl + fn_diags + checked
+    deps.add_functions(env, cache.items)
     callees = {
         name: [c for c in _callee_names(env.fns[name], cache) if c in env.fns] for name in local
     }
@@ -793,12 +847,17 @@ def _lower_module(
         u: [c for callee in callees[unit_sig[u].generic or u] for c in _instances_of(env, callee)]
         for u in units
     }
-    src: list[bytes | None] = []  # the file's UTF-8, encoded for the first digest needed
 
     def text_digest(green, start: int) -> bytes:
-        if not src:
-            src.append(_utf8(parse.text))
-        return _text_digest(green, src[0], start)
+        return _text_digest(green, source.utf8, start)
+
+    # what each function (each instance: the generic function's) reads of the other items
+    env_keys = {
+        n: cache.key(
+            sig.ast.syntax.green, key_digest, deps.key_parts(source.mentions(sig.ast.syntax, cache))
+        )
+        for n, sig in ((n, env.fns[n]) for n in local)
+    }
 
     # functions whose graph is final: the imported ones to begin with
     done: dict[str, Function] = dict(imports.functions) if imports is not None else {}
@@ -810,7 +869,8 @@ def _lower_module(
     texts: dict[str, bytes] = {}
     called_of: dict[str, list[str]] = {}
     per_instance: dict[str, list[Diagnostic]] = {}
-    for name in units:
+    for k, name in enumerate(units):
+        check(watch, "lowering", k, len(units))
         sig = unit_sig[name]
         called = called_of[name] = sorted(set(unit_callees[name]))
         green = sig.ast.syntax.green
@@ -820,6 +880,7 @@ def _lower_module(
         )
         lf: LoweredFn | None = None
         key = None
+        env_digest = env_keys[sig.generic or name]
         if not any(c in stand_ins for c in called):
             hashes = tuple(done[c].hash if c in done else b"" for c in called)
             key = cache.key(green, _cache_key, text, env_digest, hashes)
@@ -866,7 +927,9 @@ def _lower_module(
             functions[n] = _representative(env.fns[n], [lowered[u] for u in insts], merged)
     cache.prune(live, live_shapes)
     alive = {id(sig.ast.syntax.green) for sig in env.fns.values()}
-    for table in (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names):
+    alive.update(id(i.syntax.green) for i in items if isinstance(i, ast.Const | ast.Struct))
+    tables = (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names, cache.idents)
+    for table in (*tables, cache.items):
         for k in [k for k in table if k not in alive]:
             del table[k]
     diags.sort(key=sort_key)
@@ -881,7 +944,9 @@ def _lower_module(
             sig = unit_sig[name]
             called = called_of[name]
             key = _cache_key(
-                texts[name], env_digest, [final[c].hash if c in final else b"" for c in called]
+                texts[name],
+                env_keys[sig.generic or name],
+                [final[c].hash if c in final else b"" for c in called],
             )
             lf = _reusable(cache.entries.get(key), sig)
             if lf is None:
@@ -905,7 +970,9 @@ def _lower_module(
     # what an edit inside one function needs to redo that function only (sema/incremental.py);
     # a file with imports is lowered whole on every edit (its cache still skips the rest)
     if imports is None:
-        module.made_from = (parse.tree, callees, called_of, env_digest, frozenset(deferred))
+        module.made_from = (
+            parse.tree, callees, called_of, deps, env_keys, frozenset(deferred), decl + checked
+        )  # fmt: skip
     return module
 
 
@@ -996,15 +1063,21 @@ def _generalized(t: Type, inst: FnSig) -> Type:
 
 
 def _checked_constants(
-    env: ModuleEnv, items: list[ast.Item], cache: LoweringCache, env_digest: bytes
+    env: ModuleEnv, items: list[ast.Item], cache: LoweringCache, deps: Deps
 ) -> list[Diagnostic]:
     """:func:`check_constants`, reused while the constants' text and what they can see are
-    the same (the same interned constant items, in order, and the same signature digest,
-    which covers every constant's value and type, the structs and the functions' types):
-    each diagnostic lies inside one constant and moves with it. A result with a diagnostic
-    (or a related span or fix) reaching outside its constant is not kept."""
+    the same (the same interned constant items, in order, the same structs and constants —
+    ``Deps.type_items`` covers every constant's value and type and the structs — and the
+    same function names, which a constant naming one reports): each diagnostic lies inside
+    one constant and moves with it. A result with a diagnostic (or a related span or fix)
+    reaching outside its constant is not kept."""
     consts = [i for i in items if isinstance(i, ast.Const)]
-    key = (env_digest, tuple([id(c.syntax.green) for c in consts]))
+    key = (
+        deps.type_names,
+        sorted(deps.type_items.items()),
+        sorted(env.fns),
+        tuple([id(c.syntax.green) for c in consts]),
+    )
     hit = cache.consts
     if hit is not None and hit[0] == key:
         _, _greens, kept, bad = hit

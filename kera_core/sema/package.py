@@ -384,8 +384,15 @@ def _components(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]
 
 def _state(m: Module) -> tuple:
     """What another file can see of a lowered file: its signatures and function hashes."""
+    env = m.env
+    structs = tuple((n, env.structs[n].hash) for n in sorted(env.structs))
+    consts = tuple(
+        (n, str(c.value.syntax) if c.value is not None else "", c.type.hash if c.type else b"")
+        for n, c in sorted(env.consts.items())
+    )
+    sigs = tuple((n, env.fns[n].type.hash) for n in sorted(env.fns))
     fns = m.graph.functions
-    return (m.env.signature_digest(), tuple(sorted((n, f.hash) for n, f in fns.items())))
+    return (structs, consts, sigs, tuple(sorted((n, f.hash) for n, f in fns.items())))
 
 
 def analyze_package(

@@ -8,7 +8,14 @@ Three strategies, cheapest first (rust-analyzer's ``reparsing.rs`` in spirit):
 2. **Reparse a block**: the edit lies strictly inside the innermost ``{ … }`` BLOCK
    whose new text is still balanced; parse that text alone with the block rule and
    splice the new green node into the old tree (path copying).
-3. **Full parse** otherwise.
+3. **Reparse an item**: the edit lies inside one top-level function, struct or constant
+   (its signature, a field, a value), after its first significant token and before its
+   closing `}` or `;`, and the item was and stays free of parse diagnostics (a lexical one
+   on a literal, `16q`, is local to its token): parse that item's
+   new text alone with the file rule and splice the one item it gives into the old root,
+   so every other item keeps its green node (which the per-item tables and memos of
+   sema/incremental.py are keyed by).
+4. **Full parse** otherwise.
 
 The result is always identical to a full parse of the new text (a property test
 checks this), including diagnostics.
@@ -63,7 +70,8 @@ def reparse(
     new_text: str | None = None,
     byte_slice: Callable[[int, int], str] | None = None,
 ) -> tuple[Parse, str]:
-    """The parse of the edited text, and which strategy produced it ("token", "block", "full").
+    """The parse of the edited text, and which strategy produced it ("token", "block",
+    "item", "full").
 
     An editor that already holds the edited text passes it as ``new_text``, which saves
     rebuilding the whole string here, and may pass ``byte_slice(start, end)``, the new text
@@ -80,6 +88,9 @@ def reparse(
         result = _reparse_block(old, edit, new_text, slicer, cache)
         if result is not None:
             return result, "block"
+        result = _reparse_item(old, edit, new_text, slicer, cache)
+        if result is not None:
+            return result, "item"
     return parse(new_text, cache), "full"
 
 
@@ -198,6 +209,60 @@ def _reparse_block(
     diags = _shift_diagnostics(
         old.diagnostics, span.start, span.end, delta, lexed.diagnostics + parse_diags
     )
+    return Parse(new_text, new_root, diags)
+
+
+_ITEMS = frozenset({K.FN, K.STRUCT, K.CONST})
+_ITEM_ENDS = frozenset({K.R_BRACE, K.SEMI})
+
+
+def _reparse_item(
+    old: Parse,
+    edit: TextEdit,
+    new_text: str,
+    byte_slice: Callable[[int, int], str],
+    cache: NodeCache,
+) -> Parse | None:
+    """Strategy 3. The item's text starts at a token boundary the edit does not touch (its
+    leading trivia and first token stay) and ends with the same closing token, so the
+    lexer and the parser see the same tokens there as in the whole file; no parse
+    diagnostic before or after means no error recovery ran across the item's edges. A
+    lexical diagnostic without an error token (a bad literal or escape) is its token's
+    own."""
+    root = old.tree
+    node = root.covering_node(edit.span)
+    while node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    if node.parent is None or node.kind not in _ITEMS:
+        return None
+    span = node.span
+    first, last = node.first_significant_token(), node.last_token()
+    if first is None or last is None or last.kind not in _ITEM_ENDS:
+        return None
+    if not (first.span.start <= edit.span.start and edit.span.end <= last.span.start):
+        return None
+    for d in old.diagnostics:
+        if d.span.start <= span.end and d.span.end >= span.start:
+            if not (d.code.startswith("K00") and span.covers(d.span)):
+                return None
+    delta = len(encode(edit.new_text)) - len(edit.span)
+    end = span.end + delta
+    lexed = lex(byte_slice(span.start, end), base=span.start)
+    kinds = lexed.kinds
+    if not kinds or kinds[-1] != last.kind or K.ERROR_TOKEN in kinds:
+        return None
+    if 2 + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
+        return None  # the depth limit could act differently in context
+    green, parse_diags, consumed = run_rule(
+        lexed, grammar.source_file, K.SOURCE_FILE, cache, base=span.start
+    )
+    if not consumed or parse_diags or len(green.children) != 1:
+        return None
+    item = green.children[0]
+    if item.is_token or item.kind != node.kind or item.text_len != end - span.start:
+        return None
+    new_root = _splice(node, item)  # type: ignore[arg-type]
+    diags = _shift_diagnostics(old.diagnostics, span.start, span.end, delta, lexed.diagnostics)
     return Parse(new_text, new_root, diags)
 
 

@@ -3,6 +3,14 @@
 The first change after a quiet period is analysed at once; changes arriving while one is
 pending or running are coalesced and analysed ``kera.diagnosticsDelay`` after the last
 of them. A result is published only if its version is still the newest the client sent.
+
+A large document's first analysis is preceded by its syntax diagnostics (the parse is done
+when the document opens; lowering it takes longer), published for the same version, then
+replaced by the complete set.
+
+A running analysis is watched (kera_core/cancel.py): it is abandoned between two functions
+as soon as a newer version of its document arrives or the user cancels its progress (a
+large document's, see features/progress.py), and reports how far it got on that progress.
 """
 
 from __future__ import annotations
@@ -10,14 +18,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from lsprotocol import types as T
 
+from kera_core.cancel import Abandoned
 from kera_core.workspace import Analysis
 from kera_lsp import convert
 from kera_lsp.server import KeraLanguageServer
 
 log = logging.getLogger("kera_lsp")
+
+#: A document at least this large publishes its syntax diagnostics before its first analysis.
+SYNTAX_FIRST_BYTES = 64 * 1024
 
 #: At most this many diagnostics are published per document (a binary file can have
 #: tens of thousands); the last one says how many were left out.
@@ -64,6 +77,7 @@ class Publisher:
         self.tasks[uri] = asyncio.ensure_future(self._publish(uri, wait))
 
     def cancel(self, uri: str) -> None:
+        self.published.pop(uri, None)  # (a document opened again publishes syntax first again)
         task = self.tasks.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -77,13 +91,38 @@ class Publisher:
             await asyncio.sleep(wait)
         ls = self.server
         enc = ls.encoding
+        loop = asyncio.get_running_loop()
+
+        def syntax_job():
+            doc = ls.kera.get(uri)
+            if doc is None or ls.versions.get(uri) != doc.version:
+                return None
+            if doc.size < SYNTAX_FIRST_BYTES or doc.analysed:
+                return None  # small, or analysed already: the complete set comes at once
+            a = doc.syntax_analysis()
+            return (a.version, lsp_diagnostics(a, enc, uri)) if a.module is None else None
+
+        if uri not in self.published:  # the document's first publication
+            try:
+                first = await ls.run(syntax_job)
+            except Exception:
+                log.exception("syntax diagnostics of %s failed", uri)
+                first = None
+            if first is not None and ls.versions.get(uri) == first[0]:
+                ls.text_document_publish_diagnostics(
+                    T.PublishDiagnosticsParams(uri=uri, diagnostics=first[1], version=first[0])
+                )
 
         def job():
             doc = ls.kera.get(uri)
             if doc is None or ls.versions.get(uri) != doc.version:
                 return None  # closed, or a newer change is queued behind us
             t, cpu = time.perf_counter(), time.thread_time()
-            a = doc.analysis()
+            try:
+                a = doc.analysis(watch=self.watch(uri, doc.version, loop))
+            except Abandoned as why:
+                log.info("analysis of %s v%d abandoned: %s", uri, doc.version, why)
+                return None
             log.debug(
                 "analysis of %s v%d: %.1f ms (cpu %.1f ms) %s",
                 uri,
@@ -110,6 +149,30 @@ class Publisher:
             T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
         )
         self.published[uri] = version
+
+    def watch(
+        self, uri: str, version: int, loop: asyncio.AbstractEventLoop
+    ) -> Callable[[str, int, int], bool]:
+        """The watch of one analysis (called on the worker): stop when the client has sent
+        a newer version or cancelled the document's progress; else report the progress."""
+        ls = self.server
+        shown = [-1]
+
+        def watch(stage: str, done: int, total: int) -> bool:
+            if ls.versions.get(uri) != version:
+                return True
+            p = ls.analysis_progress.get(uri)
+            if p is None:
+                return False
+            if p.cancelled:
+                return True
+            pct = 100 * done // max(total, 1)
+            if pct >= shown[0] + 5:
+                shown[0] = pct
+                loop.call_soon_threadsafe(p.report, f"{stage}: {done} of {total}", pct, True)
+            return False
+
+        return watch
 
 
 def setup(server: KeraLanguageServer) -> None:

@@ -15,6 +15,7 @@ import logging
 
 from lsprotocol import types as T
 
+from kera_core.cancel import Abandoned
 from kera_lsp.server import KeraLanguageServer
 
 log = logging.getLogger("kera_lsp")
@@ -109,23 +110,35 @@ _tasks: set[asyncio.Task] = set()
 def analysis_progress(ls: KeraLanguageServer, uri: str, version: int, size: int) -> None:
     """Report a just-opened large document's first analysis (begin … end) in the background.
 
-    Not cancellable: an analysis runs to its end once started. The analysis is the one
-    the diagnostics publisher asked for (cached by content), so this adds no work.
+    Cancellable: the diagnostics publisher's analysis watches this progress (registered in
+    ``ls.analysis_progress``), reports on it how many functions are lowered and checked,
+    and is abandoned when the user cancels it (or when a newer version arrives); the
+    document is then analysed again at its next change. The progress ends once that
+    analysis is done or abandoned (this job queues behind it on the worker and only looks
+    at the cached result: no work of its own).
     """
 
     async def run() -> None:
         name = uri.rsplit("/", 1)[-1]
-        p = await Progress.start(ls, f"Kera: analysing {name}", message=f"{size // 1024} kB")
+        p = await Progress.start(
+            ls, f"Kera: analysing {name}", cancellable=True, message=f"{size // 1024} kB"
+        )
+        ls.analysis_progress[uri] = p
         try:
 
             def job():
                 doc = ls.kera.get(uri)
-                if doc is not None and doc.version == version:
-                    doc.analysis()
+                if doc is not None and doc.version == version and not p.cancelled:
+                    doc.analysis(watch=lambda *_: p.cancelled or ls.versions.get(uri) != version)
 
-            await ls.run(job)
+            try:
+                await ls.run(job)
+            except Abandoned:
+                pass
         finally:
-            p.end()
+            if ls.analysis_progress.get(uri) is p:
+                del ls.analysis_progress[uri]
+            p.end("cancelled" if p.cancelled else None)
 
     task = asyncio.ensure_future(run())
     _tasks.add(task)

@@ -56,7 +56,7 @@ def setup(server: KeraLanguageServer) -> None:
 
         def job():
             doc = ls.kera.open(td.uri, td.text, td.version)
-            doc.mark_saved()
+            doc.mark_saved(lazy=True)  # fingerprinted when first asked (hover, lens)
 
         fut = ls.run(job)
         ls.publisher.schedule(td.uri, immediate=True)
@@ -86,7 +86,7 @@ def setup(server: KeraLanguageServer) -> None:
         def job():
             doc = ls.kera.get(params.text_document.uri)
             if doc is not None:
-                doc.mark_saved()
+                doc.mark_saved(lazy=True)
 
         fut = ls.run(job)
         if ls.settings.same_bits_enabled:

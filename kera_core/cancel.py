@@ -1,0 +1,27 @@
+"""Abandoning long work: a *watch* the caller hands in, asked now and then.
+
+A watch is ``watch(stage, done, total) -> bool``: the work says where it is (``"lowering"``,
+``"ownership"``, ``done`` of ``total`` functions) and stops, raising :class:`Abandoned`,
+when the watch answers True (the language server's: a newer version of the document
+arrived, or the user cancelled the progress). The work leaves every cache valid (an entry
+is added only once complete), so the next run picks up what this one finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Watch = Callable[[str, int, int], bool]
+
+#: how many functions are lowered or checked between two questions to the watch
+EVERY = 32
+
+
+class Abandoned(Exception):
+    """The work stopped because its watch asked it to."""
+
+
+def check(watch: Watch | None, stage: str, done: int, total: int) -> None:
+    """Ask ``watch`` every :data:`EVERY` items (and at the first); raise if it says stop."""
+    if watch is not None and done % EVERY == 0 and watch(stage, done, total):
+        raise Abandoned(f"{stage} abandoned at {done} of {total}")

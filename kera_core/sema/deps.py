@@ -1,0 +1,181 @@
+"""What one function can see of the file's other items: per-function cache keys.
+
+A function's signature reads the structs and constants its types name; its lowering
+reads, besides, the signatures of the functions it names (calls, `&mut` passing, the
+"is a function" error) and the constants it reads (a constant's value is lowered where it
+is read, so a constant read reads the constants *that* names too). Every such read goes
+through a name written in the function's own text. So a function's key names only the
+items whose names occur in its text (:func:`mentions`, a superset: comments, keywords and
+field names count too), each with a digest of what can be read of it, plus the sets of
+names (an unknown name's "did you mean" lists them, ``name in env.fns`` tells a function
+from an unknown name). A signature, struct or constant edit then changes the keys of the
+functions that name it only; the rest hit the lowering cache.
+
+What each item contributes (:meth:`Deps.item`):
+
+* a function: its signature type's hash, its dimension and parameter names, `pub`, its
+  type parameters (a call reads all of them; positions are not keys: a diagnostic that
+  points into the callee makes the caller's lowering not relocatable, see
+  ``LoweredFn.relocatable``);
+* a struct: its type's hash (the fields and their types, nested structs included);
+* a constant: its value's text, its type's hash and whether its check failed
+  (``env.bad_consts``), and the same of every constant and struct its value and type name,
+  transitively (constants may name constants).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kera_core.ir.encoding import Writer, digest
+from kera_core.sema.env import ModuleEnv
+
+# An identifier token's text is always a maximal match here (the lexer's `ident`; an
+# integer or float literal swallows the letters that follow its digits).
+_IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT_STR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def mentions(green, source: bytes | None, start: int) -> frozenset[str]:
+    """The identifiers in an item's text: ``source[start:start + len]`` when the file's
+    UTF-8 is known (no lone surrogate), else the item's text."""
+    if source is not None:
+        found = set(_IDENT.findall(source, start, start + green.text_len))
+        return frozenset(map(bytes.decode, found))
+    return frozenset(_IDENT_STR.findall(str(green)))
+
+
+def _names(w: Writer, names) -> None:
+    names = sorted(names)
+    w.uvar(len(names))
+    for n in names:
+        w.str(n)
+
+
+class Deps:
+    """The per-item digests of one module version, and the per-function keys made of them.
+
+    ``type_items`` (structs and constants) are known after the declarations are collected,
+    which is all a signature needs (:meth:`sig_key`); :meth:`add_functions` adds the
+    functions' signatures and the constants' check, which a lowering reads (:meth:`key`).
+    """
+
+    __slots__ = ("type_names", "type_items", "names", "fn_items", "items")
+
+    def __init__(self, env: ModuleEnv, const_mentions: dict[str, frozenset[str]]) -> None:
+        w = Writer()
+        _names(w, env.structs)
+        _names(w, env.consts)
+        self.type_names = digest("fn", w.getvalue())
+        own: dict[str, bytes] = {}
+        for name, st in env.structs.items():
+            own[name] = b"s" + st.hash
+        for name, c in env.consts.items():
+            w = Writer()
+            w.str(str(c.value.syntax) if c.value is not None else "")
+            w.raw(c.type.hash if c.type is not None else b"")
+            own[name] = own.get(name, b"") + b"c" + digest("fn", w.getvalue())
+        self.type_items = {n: self._closure(n, own, const_mentions) for n in own}
+        self.names = b""
+        self.fn_items: dict[str, bytes] = {}
+        self.items: dict[str, bytes] = {}
+
+    @staticmethod
+    def _closure(name: str, own: dict[str, bytes], const_mentions) -> bytes:
+        """An item's digest with those of the structs and constants it names, transitively."""
+        seen = {name}
+        todo = [name]
+        while todo:
+            for m in const_mentions.get(todo.pop(), ()):
+                if m in own and m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        if len(seen) == 1:
+            return own[name]
+        w = Writer()
+        for n in sorted(seen):
+            w.str(n)
+            w.raw(own[n])
+        return digest("fn", w.getvalue())
+
+    def add_functions(self, env: ModuleEnv, memo: dict | None = None) -> None:
+        """Add the functions' signatures and the constants' check (after both are made).
+        ``memo`` (``LoweringCache.items``) keeps each function's digest per green node while
+        its signature is the same memoised one (the same type object)."""
+        w = Writer()
+        w.raw(self.type_names)
+        _names(w, env.fns)
+        self.names = digest("fn", w.getvalue())
+        memo = {} if memo is None else memo
+        fn_items = {}
+        for name, sig in env.fns.items():
+            green = sig.ast.syntax.green
+            hit = memo.get(id(green))
+            if hit is None or hit[0] is not green or hit[1] is not sig.type:
+                hit = memo[id(green)] = (green, sig.type, self.item(sig))
+            fn_items[name] = hit[2]
+        self._merge(fn_items, env.bad_consts)
+
+    def adopt_functions(self, old: Deps, bad_consts) -> None:
+        """Add ``old``'s functions (the same names and signatures) to these structs and
+        constants (an edit to one of them), and the constants' check."""
+        self.names = old.names
+        self._merge(old.fn_items, bad_consts)
+
+    def _merge(self, fn_items: dict[str, bytes], bad_consts) -> None:
+        items = dict(self.type_items)
+        for name in bad_consts:
+            if name in items:
+                items[name] = b"!" + items[name]
+        for name, d in fn_items.items():  # a function may share a struct's or a constant's name
+            items[name] = items[name] + d if name in items else d
+        self.fn_items = fn_items
+        self.items = items
+
+    def with_item(self, name: str, digest_: bytes) -> Deps:
+        """These digests with one function's replaced (its signature changed)."""
+        out = Deps.__new__(Deps)
+        out.type_names, out.type_items, out.names = self.type_names, self.type_items, self.names
+        out.fn_items = {**self.fn_items, name: digest_}
+        own = self.items[name][: -len(digest_)] if name in self.type_items else b""
+        out.items = {**self.items, name: own + digest_}
+        return out
+
+    @staticmethod
+    def item(sig) -> bytes:
+        """What a caller can read of a function's signature."""
+        w = Writer()
+        w.raw(sig.type.hash)
+        _names(w, ())  # a separator
+        for group in (sig.dim_names, sig.param_names):
+            w.uvar(len(group))
+            for n in group:
+                w.str(n)
+        w.uvar(1 if sig.exported else 0)
+        w.uvar(len(sig.type_params))
+        for t in sig.type_params:
+            w.str(t.name)
+            w.str(t.bound)
+        return b"f" + digest("fn", w.getvalue())
+
+    def sig_key(self, seen: frozenset[str]) -> tuple:
+        """What a signature whose text holds the identifiers ``seen`` reads of other items."""
+        items = self.type_items
+        return (self.type_names, tuple(sorted((n, items[n]) for n in seen & items.keys())))
+
+    def key_parts(self, seen: frozenset[str]) -> tuple:
+        """What a lowering whose text holds the identifiers ``seen`` reads of other items."""
+        items = self.items
+        return (self.names, tuple(sorted((n, items[n]) for n in seen & items.keys())))
+
+
+def key_digest(parts: tuple) -> bytes:
+    """:meth:`Deps.key_parts` as a digest (a lowering cache key's part)."""
+    names, named = parts
+    w = Writer()
+    w.raw(names)
+    w.uvar(len(named))
+    for n, d in named:
+        w.str(n)
+        w.raw(d)
+    return digest("fn", w.getvalue())
