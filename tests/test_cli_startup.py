@@ -62,6 +62,13 @@ def test_front_end_commands_import_neither_numpy_nor_wasmtime(argv):
     assert _loaded(argv) == []
 
 
+@pytest.mark.parametrize("argv", [["check", SAXPY], ["fmt", SAXPY], ["parse", SAXPY]])
+def test_checking_does_not_load_the_keg_reader_nor_the_graph_views(argv):
+    """Every module imported is compiled when there is no bytecode cache: `kera check`
+    leaves out what only the graph and build commands use."""
+    assert _loaded(argv, ("kera_core.keg", "kera_core.ir.view")) == []
+
+
 def test_building_a_keg_does_not_load_the_wasm_target(tmp_path):
     out = str(tmp_path / "saxpy.keg")
     assert _loaded(["build", SAXPY, "--target", "keg", "-o", out]) == []

@@ -117,6 +117,24 @@ def test_hash_domains_are_separate():
     assert Tensor(F32, (Sym(0),)).hash != Tensor(F32, (Sym(1),)).hash
 
 
+def test_record_digests_are_memoised_by_content_and_bounded(monkeypatch):
+    from kera_core.ir import encoding
+    from kera_core.ir.node import Region
+    from kera_core.ir.types import I64
+
+    monkeypatch.setattr(encoding, "_RECORD_DIGESTS", {d: {} for d in encoding.DOMAINS})
+    monkeypatch.setattr(encoding, "_RECORD_DIGESTS_MAX", 3)
+    nodes = [Node("const", (), (I64,), {"type": I64, "value": v}) for v in (*range(5), 1, 1)]
+    for n in nodes:  # what the memo gives is what hashing the record gives, full or not
+        assert n.hash == encoding.digest("node", n.canonical())
+        assert len(encoding._RECORD_DIGESTS["node"]) <= 3
+    r = Region((F32,), (nodes[0].out(0),))
+    assert Region((F32,), (nodes[0].out(0),)).hash == r.hash != nodes[0].hash
+    assert encoding._RECORD_DIGESTS["region"] == {
+        next(iter(encoding._RECORD_DIGESTS["region"])): r.hash
+    }
+
+
 # --- examples: golden dumps and invariants ------------------------------------------------
 
 

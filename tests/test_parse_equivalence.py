@@ -107,12 +107,15 @@ def test_lexer_equals_the_token_at_a_time_reference(text, base):
     assert "".join(ref.texts) == text
     _same_lex(lex(text, base), ref)
     saved = dict(lexer_mod._MEMO)
-    try:  # a cold memo gives the same answer as a warm one
-        lexer_mod._MEMO.clear()
-        lexer_mod._MEMO.update(lexer_mod._MEMO_SEED)
-        _same_lex(lex(text, base), ref)
-        _same_lex(lex(text, base), ref)
+    learn_min = lexer_mod._LEARN_MIN
+    try:  # a cold memo gives the same answer as a warm one, learning first (0) or not
+        for lexer_mod._LEARN_MIN in (learn_min, 0):
+            lexer_mod._MEMO.clear()
+            lexer_mod._MEMO.update(lexer_mod._MEMO_SEED)
+            _same_lex(lex(text, base), ref)
+            _same_lex(lex(text, base), ref)
     finally:
+        lexer_mod._LEARN_MIN = learn_min
         lexer_mod._MEMO.clear()
         lexer_mod._MEMO.update(saved)
 
@@ -120,6 +123,25 @@ def test_lexer_equals_the_token_at_a_time_reference(text, base):
 @given(st.binary(max_size=200))
 def test_lexer_equals_the_reference_on_bytes(raw):
     _same_lex(lex(raw), lex_reference(raw))
+
+
+def test_cold_lexer_classifies_each_distinct_text_once(monkeypatch):
+    """A cold memo and a file of many repeated tokens (a new process on a big file): each
+    distinct clean text goes through ``_classify`` once, the rest are memo hits, and tokens
+    with diagnostics (invalid numbers, bad escapes, stray characters, non-ASCII comments,
+    unterminated comments) still come out in order, as the reference gives them."""
+    text = (PROGRAM + '\nlet s = "a\\q"; let n = 1e; $ /* x */ // café\n') * 40 + "/* open"
+    calls = []
+    classify = lexer_mod._classify
+    monkeypatch.setattr(lexer_mod, "_classify", lambda *a: calls.append(a[2]) or classify(*a))
+    monkeypatch.setattr(lexer_mod, "_MEMO", dict(lexer_mod._MEMO_SEED))
+    out = lex(text, 2)
+    mine = calls[:]  # the reference below classifies every token: not counted
+    _same_lex(out, lex_reference(text, 2))
+    assert {d.code for d in out.diagnostics} >= {"K0002", "K0004", "K0005", "K0006"}
+    assert len(mine) * 4 < len(out.texts)  # not one call per token
+    memoised = set(mine) & set(lexer_mod._MEMO)
+    assert memoised and all(mine.count(t) == 1 for t in memoised)  # clean: classified once
 
 
 def test_lexer_memo_is_bounded(monkeypatch):

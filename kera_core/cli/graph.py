@@ -6,8 +6,9 @@ import sys
 
 from kera_core.cli.inputs import UsageError
 from kera_core.cli.keg import load_module_or_keg
-from kera_core.ir.view import graph_dot, graph_json, graph_text
-from kera_core.keg import fingerprint_lines_of
+
+# The views and the .keg reader are imported by the commands that use them, not when the
+# command line is built: `kera check` never loads them (start-up, tests/test_cli_startup.py).
 
 
 def register(sub) -> None:
@@ -37,6 +38,8 @@ def cmd_fingerprint(args) -> int:
             return 1
         print(f"sha3-256:{fp.hex()}")
         return 0
+    from kera_core.keg import fingerprint_lines_of
+
     loaded = load_module_or_keg(args.file)
     if loaded is None:
         return 1
@@ -45,6 +48,8 @@ def cmd_fingerprint(args) -> int:
 
 
 def cmd_graph(args) -> int:
+    from kera_core.ir.view import graph_dot, graph_json, graph_text
+
     loaded = load_module_or_keg(args.file)
     if loaded is None:
         return 1

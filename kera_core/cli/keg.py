@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from kera_core import targets
 from kera_core.cli.front import _print_diags
@@ -20,9 +21,13 @@ from kera_core.cli.inputs import (
     read_input,
 )
 from kera_core.cli.opt import add_build_flags, optimize_for_build
-from kera_core.ir.graph import Graph
-from kera_core.ir.provenance import Provenance
-from kera_core.keg import KegError, fingerprint_lines_of, is_keg, read_keg
+
+if TYPE_CHECKING:
+    from kera_core.ir.graph import Graph
+    from kera_core.ir.provenance import Provenance
+
+# The .keg reader and writer are imported where a file is read, not when the command line
+# is built: `kera check` never loads them (start-up, tests/test_cli_startup.py).
 
 
 def register(sub) -> None:
@@ -69,6 +74,8 @@ def check_target(name: str) -> str:
 
 
 def _looks_like_keg(path: str, raw: bytes) -> bool:
+    from kera_core.keg import is_keg
+
     return is_keg(raw) or path.endswith(".keg")
 
 
@@ -81,6 +88,7 @@ def load_module_or_keg(path: str) -> tuple[Graph, Provenance | None] | None:
     unreadable path raises :class:`UsageError` (exit 2).
     """
     from kera_core.analysis import analyze
+    from kera_core.keg import KegError, read_keg
     from kera_core.manifest import is_package_path
 
     if path != "-" and is_package_path(path):
@@ -115,6 +123,8 @@ def fingerprint_lines(path: str) -> list[str] | None:
     Raises :class:`KegError` for a corrupt `.keg`. For stdin (``-``) use
     :func:`load_module_or_keg` instead: stdin cannot be read twice.
     """
+    from kera_core.keg import fingerprint_lines_of, read_keg
+
     inp = read_input(path)
     if not _looks_like_keg(path, inp.raw):
         return None

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kera_core.ir.encoding import BYTE, SCHEMA_VERSION, Writer, digest, str_bytes, uvar_bytes
+from kera_core.ir.encoding import (
+    BYTE,
+    SCHEMA_VERSION,
+    Writer,
+    digest,
+    record_digest,
+    str_bytes,
+    uvar_bytes,
+)
 from kera_core.ir.types import FnType, Type
 
 AttrValue = int | str | bool | bytes | Type | tuple
@@ -68,7 +76,7 @@ class Node:
         items = attrs.items() if isinstance(attrs, dict) else attrs
         self.attrs = tuple(sorted(items))
         self.regions = tuple(regions)
-        self.hash = digest("node", self.canonical())
+        self.hash = record_digest("node", self.canonical())
 
     def canonical(self) -> bytes:
         # The layout of docs/graph.md, as one list of parts (each type's encoding is
@@ -122,7 +130,7 @@ class Region:
         for v in self.yields:
             w.raw(v.node)
             w.uvar(v.index)
-        self.hash = digest("region", w.getvalue())
+        self.hash = record_digest("region", w.getvalue())
 
 
 class Function:

@@ -12,7 +12,7 @@ of the token lists, so the trivia before it is the slice ``tokens[pos:sig[t]]``.
 
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, is_
 
 from kera_core.diagnostics import Diagnostic, error
@@ -64,10 +64,12 @@ def _n_attached(kinds: list[SyntaxKind], texts: list[str], pos: int, n_trivia: i
     return min(attached, limit)
 
 
+_SIGNIFICANT = [k not in _TRIVIA for k in range(max(SyntaxKind) + 1)]  # by kind
+
+
 def significant(kinds: list[SyntaxKind]) -> list[int]:
-    """Indices of the non-trivia tokens."""
-    trivia = _TRIVIA
-    return [i for i, k in enumerate(kinds) if k not in trivia]
+    """Indices of the non-trivia tokens (selected in C)."""
+    return list(compress(range(len(kinds)), map(_SIGNIFICANT.__getitem__, kinds)))
 
 
 class TreeBuilder:
@@ -102,24 +104,19 @@ class TreeBuilder:
         texts = self.texts
         n = len(kinds)
         cache = self.cache
-        # Interned in C (``zip`` reuses its tuple); the first sight of a token is the rare case.
+        # Interned in C (``zip`` reuses its tuple). A miss is the first sight of a token
+        # in this process: each distinct one is interned once, in order, then all are hits.
         # (``None in tokens`` would call GreenToken.__eq__: look for misses among bools.)
         tokens = self.tokens = list(map(cache.tokens.get, zip(kinds, texts, strict=True)))
         missing = list(map(is_, tokens, repeat(None, n)))
         if True in missing:
             token_of = cache.token
-            index = missing.index
-            i = index(True)
-            while True:
-                tokens[i] = token_of(kinds[i], texts[i])
-                try:
-                    i = index(True, i + 1)
-                except ValueError:
-                    break
+            for kind, text in dict.fromkeys(compress(zip(kinds, texts, strict=True), missing)):
+                token_of(kind, text)
+            tokens = self.tokens = list(map(cache.tokens.get, zip(kinds, texts, strict=True)))
         sig = self.sig + [n]  # the start of the trailing trivia, after the last TOKEN
         nodes = cache.nodes
         node_get = nodes.get
-        node_of = cache.node
         kind_of = _KIND_OF
         max_children = cache.MAX_CHILDREN
         items = ITEM_KINDS
@@ -152,10 +149,10 @@ class TreeBuilder:
                     done += tokens[pos:]
                     pos = n
                 key = tuple(done)
+                # Every child is a token or a node built here: all are hashed (only
+                # path-copied nodes, never children here, defer their hash).
                 hashes = tuple(map(get_hash, key))
-                if None in hashes:  # a lazily hashed (path-copied) child: the slow path
-                    node = node_of(kind, key)
-                elif len(key) <= max_children:  # == cache.node(kind, key), inlined
+                if len(key) <= max_children:  # == cache.node(kind, key), inlined
                     hkey = (kind, hashes)
                     node = node_get(hkey)
                     if node is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_
 
 from kera_core.diagnostics import Diagnostic, error, quoted
 from kera_core.source import Span, decode, utf8_len
@@ -47,6 +49,8 @@ assert _SPLIT_RE.groups == 0
 _MEMO_SEED: dict[str, SyntaxKind] = {**KEYWORDS, **_PUNCT_KIND}
 _MEMO: dict[str, SyntaxKind] = dict(_MEMO_SEED)
 _MEMO_LIMIT = 200_000
+# Below this many misses, :func:`lex` classifies them one by one without :func:`_learn`.
+_LEARN_MIN = 256
 _BAD_CHECKED = frozenset({K.COMMENT, K.DOC_COMMENT, K.STRING})
 
 _INT_SUFFIXES = "i8|i16|i32|i64|u8|u16|u32|u64|f32|f64"
@@ -99,7 +103,9 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
     comment, which nests, is finished by hand and the scan resumes after it); then each
     token text gets its kind from a memo of clean tokens (ASCII text that lexes without a
     diagnostic: its kind depends on its text alone). Tokens missing from the memo go
-    through :func:`_classify`, the reference per-token lexer, with their byte offset.
+    through :func:`_classify`, the reference per-token lexer, with their byte offset; when
+    there are many (a new process), :func:`_learn` first memoises each distinct clean text
+    once, so that only the others are classified one by one.
     """
     text = decode(source)
     out = LexedText()
@@ -130,17 +136,21 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
     kinds = out.kinds = list(map(memo.get, texts))
     if None not in kinds:
         return out
-    # The rest, in order (diagnostics come out in token order).
     ascii_only = text.isascii()
+    if len(memo) > _MEMO_LIMIT:
+        memo.clear()
+        memo.update(_MEMO_SEED)
+    if kinds.count(None) > _LEARN_MIN and _learn(text, texts, kinds, ascii_only):
+        kinds = out.kinds = list(map(memo.get, texts))
+        if None not in kinds:
+            return out
+    # The rest, in order (diagnostics come out in token order).
     diags = out.diagnostics
     index = kinds.index
     i = index(None)
     char = sum(map(len, texts[:i]))
     byte = base + (char if ascii_only else sum(map(utf8_len, texts[:i])))
     last = i
-    if len(memo) > _MEMO_LIMIT:
-        memo.clear()
-        memo.update(_MEMO_SEED)
     while True:
         tok = texts[i]
         if i > last:  # memo hits: ASCII, so as many bytes as characters
@@ -158,6 +168,35 @@ def lex(source: str | bytes, base: int = 0) -> LexedText:
             i = index(None, last)
         except ValueError:
             return out
+
+
+def _learn(text: str, texts: list[str], kinds: list[SyntaxKind | None], ascii_only: bool) -> bool:
+    """Classify the first occurrence of each distinct token text missing from the memo and
+    memoise the clean ones; whether any was. A cold file (a new process) has a few thousand
+    distinct texts among a hundred thousand misses: the misses are then mostly memo hits.
+
+    Diagnostics are thrown away here: a clean token has none, and every other one is
+    classified again, in token order, by :func:`lex`.
+    """
+    missing = list(compress(range(len(kinds)), map(is_, kinds, repeat(None))))
+    # Reversed, so that each text keeps its first index (later keys overwrite earlier ones).
+    first = dict(zip(map(texts.__getitem__, reversed(missing)), reversed(missing), strict=True))
+    if len(first) == len(missing):  # every miss is distinct: nothing to gain
+        return False
+    memo = _MEMO
+    scratch: list[Diagnostic] = []
+    learnt = False
+    char = last = 0
+    for i in sorted(first.values()):
+        char += sum(map(len, texts[last:i]))
+        last = i
+        tok = texts[i]
+        kind, clean = _classify(text, char, tok, 0, ascii_only, scratch)
+        if clean and tok.isascii():
+            memo[tok] = kind
+            learnt = True
+        scratch.clear()
+    return learnt
 
 
 def _classify(
