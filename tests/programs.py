@@ -88,10 +88,19 @@ def function(draw, index: int):
     stmts = []
     for i in range(n):
         # a plain `let`, or the same local bound through a tuple: destructured, or held in
-        # a tuple variable and read by field
-        kind = draw(st.sampled_from(["let", "let", "pair", "tuple"]))
+        # a tuple variable and read by field; or from a tuple holding a tensor (moved in,
+        # then borrowed by field), or from a struct holding a fixed-size tensor (`Held`)
+        kind = draw(st.sampled_from(["let", "let", "pair", "tuple", "held", "boxed"]))
         e = draw(scalar_expr(2, i))
-        stmts.append((kind, e) if kind == "let" else (kind, e, draw(scalar_expr(1, i))))
+        if kind == "let":
+            stmts.append((kind, e))
+        elif kind == "held":
+            t = draw(tensor_expr(1))
+            if t in (("x",), ("y",)):
+                t = ("tscale", "+", t)  # a borrow is not an owned element
+            stmts.append((kind, e, t))
+        else:
+            stmts.append((kind, e, draw(scalar_expr(1, i))))
     loop = draw(st.booleans())
     call = index > 0 and draw(st.booleans())
     tensor_result = draw(st.booleans())
@@ -185,6 +194,16 @@ def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") 
             two = f"({_e(e, nm, sp, t)},{sp}({_e(more[0], nm, sp, t)},))"
             lines.append(f"{ind}let {v}t:{sp}({t},{sp}({t},)){sp}={sp}{two};")
             lines.append(f"{ind}let {v}{sp}={sp}{v}t.0{sp}*{sp}({v}t.1).0;")
+        elif kind == "boxed" and not generic:  # `Held` holds f32: a plain `let` in a generic
+            lines.append(
+                f"{ind}let mut {v}h{sp}={sp}Held{sp}{{ t:{sp}zeros(),{sp}s:{sp}{_e(more[0], nm, sp, t)} }};"
+            )
+            lines.append(f"{ind}{v}h.t[1]{sp}={sp}{_e(e, nm, sp, t)};")
+            lines.append(f"{ind}let {v}{sp}={sp}sum(&{v}h.t){sp}*{sp}{v}h.s;")
+        elif kind == "held":
+            two = f"({_e(more[0], nm, sp, t)},{sp}{_e(e, nm, sp, t)})"
+            lines.append(f"{ind}let {v}h:{sp}({t}[{nm.dim}],{sp}{t}){sp}={sp}{two};")
+            lines.append(f"{ind}let {v}{sp}={sp}sum(&{v}h.0){sp}*{sp}{v}h.1;")
         else:
             lines.append(f"{ind}let {v}:{sp}{t}{sp}={sp}{_e(e, nm, sp, t)};")
     if f["loop"]:
@@ -200,7 +219,12 @@ def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") 
     return "\n".join(lines)
 
 
+HELD = "struct Held { t: f32[2], s: f32 }"  # for the `boxed` statements
+
+
 def render(prog: list[dict], nm: Names = Names(), lay: Layout = Layout(), order=None) -> str:
     order = order if order is not None else list(range(len(prog)))
     parts = [render_fn(i, prog[i], nm, lay) for i in order]
+    if any(k == "boxed" for f in prog for k, *_ in f["stmts"]):
+        parts.insert(0, HELD)
     return (lay.blank + "\n").join(parts) + "\n"

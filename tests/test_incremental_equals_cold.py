@@ -391,7 +391,9 @@ def test_a_signature_edit_redoes_the_function_and_what_names_it_only():
         doc.version = version
         _same_as_cold(doc)
         redone = doc.cache.lowered - before
-        assert redone <= (2 if needle.startswith("other") else 3), (needle, redone)
+        # leaf, mid and top at most; mid and top twice (by shape, then final) while their
+        # call's mismatch points into leaf: such a lowering is never reused (module._reusable)
+        assert redone <= (2 if needle.startswith("other") else 5), (needle, redone)
     assert doc.lowerings["module"] == 1  # only the open lowered the module
 
 

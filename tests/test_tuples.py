@@ -164,10 +164,15 @@ def test_checker_diagnostics(body: str, code: str, at: str, message: str) -> Non
     assert got[0][0] == code and got[0][1] == at and message in got[0][2], got
 
 
-def test_tuples_of_tensors_are_one_error_saying_so() -> None:
+def test_a_tuple_holds_host_tensors_but_no_borrows() -> None:
+    """Tensors in tuples: tests/test_struct_tensors.py. A borrow is no element, and a
+    tensor in another memory space travels on its own."""
     src = "pub fn f[N](x: &f32[N]) -> (f32[N], f32) { (x, 1.0) }\n"
     ((code, at, message),) = errors(src)
-    assert code == "K0112" and at == "f32[N]" and "tuples holding tensors" in message
+    assert code == "K0301" and at == "x" and "not `&f32[N]`" in message, message
+    src = "pub fn f[N](x: f32[N] @device) -> (f32[N] @device, f32) { (x, 1.0) }\n"
+    ((code, at, message),) = errors(src)
+    assert code == "K0323" and at == "f32[N] @device" and "host memory" in message, message
 
 
 def test_expected_types_reach_the_elements_and_parentheses_are_not_tuples() -> None:

@@ -260,6 +260,7 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     from kera_core.interp.errors import InterpError
     from kera_core.interp.gen import DEFAULT_DIM
     from kera_core.interp.values import bind_all
+    from kera_core.ir.dims import tensor_leaves
 
     names = sig.dim_names
     for n in user:
@@ -269,14 +270,16 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     dims = {names.index(n): v for n, v in user.items()}
     arrays = []
     for pname, t in sig.value_params:
-        t = strip_ref(t)
-        if pname in given and isinstance(t, Tensor):
-            shape = np.shape(given[pname])
-            if len(shape) != t.rank:
+        if pname not in given:
+            continue
+        for path, leaf in tensor_leaves(t):  # a struct's or a tuple's tensors too
+            v, name = _leaf_input(t, given[pname], pname, path)
+            shape = np.shape(v)
+            if len(shape) != leaf.rank:
                 raise UsageError(
-                    f"--inputs: `{pname}` should have rank {t.rank}, but its shape is {shape}"
+                    f"--inputs: `{name}` should have rank {leaf.rank}, but its shape is {shape}"
                 )
-            arrays.append((pname, t, given[pname]))
+            arrays.append((name, leaf, v))
     try:  # the interpreter's binding: `N`, `N + 1`, `2 * N` … solved and checked
         with dim_names_for_display(names):
             bind_all(
@@ -291,6 +294,16 @@ def _resolve_dims(sig, user: dict[str, int], given: dict[str, object]):
     for i in defaulted:
         dims[i] = DEFAULT_DIM
     return dims, defaulted
+
+
+def _leaf_input(t, value, name: str, path: tuple[int, ...]):
+    """The array at ``path`` in the input ``value`` of a struct or tuple type ``t`` (a dict
+    by field name, as :func:`_build` makes it) and its `--inputs` name (`l.w`)."""
+    for k in path:
+        t = strip_ref(t)
+        fname, t = t.fields[k]
+        value, name = value[fname], f"{name}.{fname}"
+    return value, name
 
 
 def _dims_text(sig, dims: dict[int, int]) -> str:

@@ -31,6 +31,7 @@ from kera_core.ir.types import (
     dim_syms,
     dim_value,
     display_dim,
+    holds_tensor,
     strip_ref,
 )
 
@@ -85,6 +86,8 @@ def concrete_type(t: Type, dims: dict[int, int]) -> Type:
     t = strip_ref(t)
     if isinstance(t, Tensor):
         return Tensor(t.elem, concrete_shape(t, dims), t.space)
+    if isinstance(t, Struct):
+        return Struct(t.name, tuple((n, concrete_type(ft, dims)) for n, ft in t.fields))
     return t
 
 
@@ -94,6 +97,13 @@ def bind_dims(t: Type, value, dims: dict[int, int], what: str, node: bytes | Non
     bound is checked (docs/language.md §7.2). True when an axis with two or more unbound
     symbols was left for later (:func:`bind_all` comes back to it)."""
     t = strip_ref(t)
+    if isinstance(t, Struct):  # a struct's or a tuple's tensors, field by field
+        later = False
+        for k, (fname, ft) in enumerate(t.fields):
+            if holds_tensor(ft):
+                part = value[fname] if isinstance(value, dict) else value[k]
+                later |= bind_dims(ft, part, dims, f"{what}.{fname}", node)
+        return later
     if not isinstance(t, Tensor):
         return False
     shape = np.shape(value)

@@ -25,6 +25,7 @@ from kera_core.ir.types import (
     DimError,
     DimExpr,
     Ref,
+    Struct,
     Sym,
     Tensor,
     Type,
@@ -44,20 +45,35 @@ class Step:
     axis: int
     dim: Dim
     solves: int | None
+    path: tuple[int, ...] = ()  # the field indices to the tensor in a struct or tuple
 
 
-def _tensor(t: Type) -> Tensor | None:
+def tensor_leaves(t: Type, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Tensor]]:
+    """The tensors in a value of type ``t`` (through a reference, then struct and tuple
+    fields, in field order) and the field indices that lead to each."""
     t = t.inner if isinstance(t, Ref) else t
-    return t if isinstance(t, Tensor) else None
+    if isinstance(t, Tensor):
+        yield path, t
+    elif isinstance(t, Struct):
+        for k, (_, ft) in enumerate(t.fields):
+            yield from tensor_leaves(ft, (*path, k))
+
+
+def at_path(x, path: tuple[int, ...]):
+    """The part of ``x`` (a type, or a value flattened into nested tuples) at ``path``."""
+    for k in path:
+        x = x.inner if isinstance(x, Ref) else x
+        x = x.fields[k][1] if isinstance(x, Struct) else x[k]
+    return x.inner if isinstance(x, Ref) else x
 
 
 def binding_plan(params: tuple[Type, ...], n_dims: int) -> tuple[tuple[Step, ...], tuple[int, ...]]:
     """The steps that bind dimensions ``0 .. n_dims-1`` from arguments of types ``params``,
     and the dimensions they leave unbound (ascending)."""
     axes = [
-        (i, a, d)
+        (i, path, a, d)
         for i, p in enumerate(params)
-        if (t := _tensor(p)) is not None
+        for path, t in tensor_leaves(p)
         for a, d in enumerate(t.shape)
     ]
     bound: set[int] = set()
@@ -65,12 +81,12 @@ def binding_plan(params: tuple[Type, ...], n_dims: int) -> tuple[tuple[Step, ...
     pending = axes
     while pending:
         later = []
-        for i, a, d in pending:
+        for i, path, a, d in pending:
             free = [k for k in dim_syms(d) if k not in bound]
             if len(free) > 1:
-                later.append((i, a, d))
+                later.append((i, path, a, d))
                 continue
-            steps.append(Step(i, a, d, free[0] if free else None))
+            steps.append(Step(i, a, d, free[0] if free else None, path))
             bound.update(free)
         if len(later) == len(pending):
             # nothing solvable is left: these axes are checked once their symbols are bound,
@@ -113,12 +129,13 @@ def value(d: Dim, value_of: Callable[[int], Dim]) -> Dim:
 def bind_sizes(
     params: tuple[Type, ...], shapes: list[tuple[int, ...] | None], n_dims: int
 ) -> tuple[dict[int, int], str | None]:
-    """Carry out the plan on argument ``shapes`` (``None`` for a non-tensor argument):
-    the bound sizes and, when the arguments do not fit, why (for R0003)."""
+    """Carry out the plan on argument ``shapes`` (``None`` for an argument without a
+    tensor; a tuple of the fields' shapes for a struct or a tuple): the bound sizes and,
+    when the arguments do not fit, why (for R0003)."""
     steps, _ = binding_plan(params, n_dims)
     dims: dict[int, int] = {}
     for s in steps:
-        n = shapes[s.param][s.axis]  # type: ignore[index]
+        n = at_path(shapes[s.param], s.path)[s.axis]  # type: ignore[index]
         try:
             if s.solves is not None:
                 got = solve(s, n, dims.__getitem__)

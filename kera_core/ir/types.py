@@ -498,6 +498,13 @@ def elem_of(t: Type) -> Prim | None:
     return None
 
 
+def holds_tensor(t: Type | None) -> bool:
+    """Is ``t`` a tensor, or a struct or tuple with a tensor in it (a move type)?"""
+    if isinstance(t, Tensor):
+        return True
+    return isinstance(t, Struct) and any(holds_tensor(ft) for _, ft in t.fields)
+
+
 def strip_ref(t: Type) -> Type:
     return t.inner if isinstance(t, Ref) else t
 

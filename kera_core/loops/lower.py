@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kera_core.ir import ops
-from kera_core.ir.dims import binding_plan, exprs_of_function
+from kera_core.ir.dims import at_path, binding_plan, exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.types import DimExpr, Prim, Ref, Struct, Sym, Tensor, TokenType, Type, strip_ref
@@ -225,6 +225,15 @@ def leaves(v) -> list:
     return [v]
 
 
+def leaf_types(t: Type) -> list[Type]:
+    """The types of a value's leaves as :func:`leaves` lists them: a struct's or a tuple's
+    fields flattened in order, through a reference."""
+    t = strip_ref(t)
+    if isinstance(t, Struct):
+        return [x for _, ft in t.fields for x in leaf_types(ft)]
+    return [t]
+
+
 def ref_leaves(v) -> list:
     """The buffers a value keeps alive (a fused value, those of its operands)."""
     out = []
@@ -313,9 +322,10 @@ class _FnLowering:
     def shape_of(self, t: Tensor) -> tuple:
         return tuple(self.dim(d) for d in t.shape)
 
-    def param_value(self, t: Type, name: str):
-        """The value of a parameter of type t: fresh Vars and param Bufs."""
-        mutable = isinstance(t, Ref) and t.mutable
+    def param_value(self, t: Type, name: str, mutable: bool = False):
+        """The value of a parameter of type t: fresh Vars and param Bufs (a struct's or a
+        tuple's flattened, its tensors writable when it is behind `&mut`)."""
+        mutable = mutable or (isinstance(t, Ref) and t.mutable)
         t0 = t.inner if isinstance(t, Ref) else t
         if isinstance(t0, Prim):
             return self.e.var(t0.name, name)
@@ -325,7 +335,7 @@ class _FnLowering:
             b.mutable = mutable
             return TVal(b, shape, imm("i64", 0), t0.elem.name, owned=mutable)
         if isinstance(t0, Struct):
-            return tuple(self.param_value(ft, f"{name}.{fn}") for fn, ft in t0.fields)
+            return tuple(self.param_value(ft, f"{name}.{fn}", mutable) for fn, ft in t0.fields)
         if isinstance(t0, TokenType):
             return None
         raise NotLowered(f"a parameter of type {t0}")
@@ -376,8 +386,10 @@ class _FnLowering:
                 out = self.as_result(y, frame, written)
             flat = leaves(out)
             results.append([x.buf if isinstance(x, TVal) else x for x in flat])
-            declared = strip_ref(fn.type.result if kind == "result" else fn.type.params[i])
-            shapes.append([self.host_shape(declared) if isinstance(x, TVal) else () for x in flat])
+            declared = fn.type.result if kind == "result" else fn.type.params[i]
+            shapes.append(
+                [self.host_shape(t) if isinstance(t, Tensor) else () for t in leaf_types(declared)]
+            )
         self.parallel_assign(pending)
         self.free_rest(frame, keep={x.id for g in results for x in g if isinstance(x, Buf)})
         self.frames.pop()
@@ -1800,7 +1812,8 @@ class _FnLowering:
                 raise NotLowered(f"`{callee.name}` has dimensions its arguments do not determine")
             shapes.append(self.shape_of(r))
         for st in steps:
-            got = shapes[st.param][st.axis]
+            held = at_path(args[st.param], st.path).shape if st.path else shapes[st.param]
+            got = held[st.axis]
             where = f"`{callee.name}`: dimension {st.axis} of argument {st.param + 1}"
             if st.solves is not None:
                 dims[st.solves] = solve_operand(e, st, got, dims.__getitem__, where, n.hash)

@@ -79,7 +79,7 @@ def run_function(
         else:
             name, key, t = sig.param_names[i], f"param{i}", strip_ref(fn.type.params[i])
         ct = concrete_type(t, bound)
-        value = _rebuild(_concrete(t, bound), it)
+        value = _rebuild(ct, it)
         results.append(Output(name, ct, value_out(ct, value), key))
     res = RunResult(
         fn.name,
@@ -90,10 +90,3 @@ def run_function(
     )
     res.peak_bytes = machine.peak_bytes  # type: ignore[attr-defined]
     return res
-
-
-def _concrete(t, bound):
-    t = strip_ref(t)
-    if isinstance(t, Struct):
-        return Struct(t.name, tuple((n, _concrete(ft, bound)) for n, ft in t.fields))
-    return concrete_type(t, bound)

@@ -29,7 +29,6 @@ from kera_core.ir.types import (
     TypeParam,
     dim_add,
     dim_scale,
-    strip_ref,
     tuple_type,
 )
 from kera_core.sema import literals
@@ -219,6 +218,7 @@ class TypeResolver:
         uses: list[Use] | None = None,
         dim_spans: tuple[Span, ...] = (),
         type_names: dict[str, tuple[Type, Span]] | None = None,
+        in_struct: str = "",
     ) -> None:
         self.env = env
         self.dims = dims
@@ -226,6 +226,7 @@ class TypeResolver:
         self.uses = uses if uses is not None else []
         self.dim_spans = dim_spans
         self.type_names = type_names or {}
+        self.in_struct = in_struct  # resolving the fields of this struct (§8)
 
     def resolve(self, t: ast.Type | None) -> Type | None:
         if t is None:
@@ -267,6 +268,17 @@ class TypeResolver:
             elem = t.elem
             base = self._named(elem.name if elem else None)
             if base is None:
+                return None
+            if isinstance(base, Struct):
+                self.diags.append(
+                    error(
+                        "K0112",
+                        t.span,
+                        f"tensors of structs are not in Kera yet (`{base}[…]`): pass one"
+                        " tensor per field instead (`x: &mut f32[N], v: &mut f32[N]`), or"
+                        " a struct whose fields are fixed-size tensors (§8)",
+                    )
+                )
                 return None
             if base not in PRIMS.values() and not isinstance(base, TypeParam):
                 self.diags.append(
@@ -438,6 +450,18 @@ class TypeResolver:
                     f"constant `{name}` is {v}: a dimension is between 0 and {MAX_DIM_SIZE}",
                 )
             return v
+        if self.in_struct:
+            self.diags.append(
+                error(
+                    "K0323",
+                    ref.span,
+                    f"`{name}` is not a constant: the dimensions of a tensor field of"
+                    f" `{self.in_struct}` are numbers or integer constants (`const {name}:"
+                    " i64 = …;`); structs have no dimension parameters"
+                    + did_you_mean(name, list(self.env.consts)),
+                )
+            )
+            return None
         hint = (
             f"; declare it: `fn f[{name}](…)`"
             if not self.dims
@@ -470,22 +494,22 @@ class TypeResolver:
 
 
 def tuple_element_ok(t: Type) -> bool:
-    """Tuples hold what structs hold: numbers, bools, structs and tuples (copied values)."""
-    return isinstance(t, Prim | Struct)
+    """Tuples hold what structs hold: numbers, bools, host tensors, structs and tuples."""
+    return isinstance(t, Prim | Struct) or (isinstance(t, Tensor) and t.space == "host")
 
 
 def tuple_element_error(t: Type, span: Span, dims: tuple[str, ...] = ()) -> Diagnostic:
     shown = t.display(dims)
-    if isinstance(strip_ref(t), Tensor):
+    if isinstance(t, Tensor):
         msg = (
-            f"tuples holding tensors are not in Kera yet (`{shown}`): a tuple holds numbers,"
-            " bools, structs and tuples; return the tensor through a `&mut` parameter"
+            f"a tuple's tensors live in host memory, not `@{t.space}` (`{shown}`):"
+            " pass a tensor in another space on its own"
         )
-        return error("K0112", span, msg)
+        return error("K0323", span, msg)
     return error(
         "K0301",
         span,
-        f"a tuple holds numbers, bools, structs and tuples, not `{shown}`",
+        f"a tuple holds numbers, bools, tensors, structs and tuples, not `{shown}`",
     )
 
 

@@ -718,14 +718,21 @@ def _redo_decl(
         return [e for e in st.uses if kinds[e[0]].kind == kind], cut.diagnostics(diags)
 
     consts = None
-    if og.kind == K.CONST:  # the structs stay
+    struct_items = [d for d in news_ if isinstance(d, ast.Struct)]
+    if og.kind == K.CONST:  # the structs stay, unless one names the constant (§8)
+        if any(now.text in _mentions_of(d.syntax.green, cache) for d in struct_items):
+            return None
         after_env.structs = env.structs
         struct_spans, field_spans = st.struct_spans, st.field_spans
         uses, struct_diags = kept(K.STRUCT)
         added += struct_diags
-        _collect_consts(after_env, added, news_)  # type: ignore[arg-type]
+        _collect_consts(after_env, added, news_, primitive=True)  # type: ignore[arg-type]
+        _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
         uses += [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
     else:
+        # the constants of primitive type first: a struct's tensor field may use one (§8)
+        prim_diags: list[Diagnostic] = []
+        _collect_consts(after_env, prim_diags, news_, primitive=True)  # type: ignore[arg-type]
         _collect_structs(None, after_env, added, news_)  # type: ignore[arg-type]
         struct_spans = {n: at(sp) for n, sp in after_env.struct_spans.items()}
         field_spans = {n: at(sp) for n, sp in after_env.field_spans.items()}
@@ -738,7 +745,8 @@ def _redo_decl(
         }
         const_items = [c for c in news_ if isinstance(c, ast.Const)]
         if any(_mentions_of(c.syntax.green, cache) & changed_structs for c in const_items):
-            _collect_consts(after_env, added, news_)  # type: ignore[arg-type]
+            added += prim_diags
+            _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
             uses += [(j, s, u) for u in after_env.uses[len(uses) :] for j, (s, _) in [at(u.span)]]
         else:  # no constant names a changed struct: the constants and their check stay
             after_env.consts = env.consts

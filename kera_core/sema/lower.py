@@ -26,6 +26,7 @@ from kera_core.ir.types import (
     Tensor,
     Type,
     Unit,
+    display_dim,
     elem_of,
     strip_ref,
     tuple_type,
@@ -1146,8 +1147,11 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             if fname in given:
                 self.err("K0202", f.span, f"field `{fname}` is given twice")
                 continue
-            v = self.expr(f.value, t.fields[i][1])
-            if not v.is_err and not self.check_type(t.fields[i][1], v, f.span, f"field `{fname}`"):
+            ft = t.fields[i][1]
+            v = self.expr(f.value, ft)
+            if not v.is_err and self.field_shape_differs(name, fname, ft, v, f.span):
+                v = ERR_VAL
+            if not v.is_err and not self.check_type(ft, v, f.span, f"field `{fname}`"):
                 v = ERR_VAL
             given[fname] = v
         missing = [f for f, _ in t.fields if f not in given]
@@ -1158,6 +1162,24 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                 f"missing field(s) of `{name}`: " + ", ".join(f"`{m}`" for m in missing),
             )
         return self.op("struct", [given[f] for f, _ in t.fields], e.span, {"type": t})
+
+    def field_shape_differs(self, struct: str, fname: str, ft: Type, v: Val, span: Span) -> bool:
+        """K0302: a tensor of the field's element type and rank, but another shape."""
+        at = v.type
+        if not (isinstance(ft, Tensor) and isinstance(at, Tensor)) or at == ft:
+            return False
+        if at.elem != ft.elem or at.rank != ft.rank or at.space != ft.space:
+            return False
+        k = next(k for k, (a, b) in enumerate(zip(at.shape, ft.shape, strict=True)) if a != b)
+        dims = self.sig.dim_names
+        self.err(
+            "K0302",
+            span,
+            f"field `{fname}` of `{struct}` is {self.show(ft)}, but this is {self.show(at)}:"
+            f" dimension {k} is {display_dim(at.shape[k], dims)}, not"
+            f" {display_dim(ft.shape[k], dims)}",
+        )
+        return True
 
     def e_RangeExpr(self, e: ast.RangeExpr, expected):
         if e.is_open:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kera_core.diagnostics import Edit, Fix, Related
 from kera_core.ir import ops
-from kera_core.ir.dims import binding_plan, solve
+from kera_core.ir.dims import at_path, binding_plan, solve
 from kera_core.ir.dims import value as dims_value
 from kera_core.ir.node import Node
 from kera_core.ir.types import (
@@ -17,6 +17,7 @@ from kera_core.ir.types import (
     Prim,
     RangeType,
     Ref,
+    Struct,
     Sym,
     Tensor,
     Type,
@@ -207,7 +208,7 @@ class Calls:
         mut_targets: list = []  # variable names, or views of them (lower_views.ViewTarget)
         ok = True
         steps, _ = binding_plan((*params, sig.type.result), sig.type.n_dims)
-        actual: dict[int, tuple] = {}  # argument -> its shape, once checked
+        actual: dict[int, Type] = {}  # argument -> its tensor, struct or tuple type, once checked
         done = 0  # steps carried out: in order, as far as the arguments known allow
         # An unsuffixed literal for a `T` parameter waits until the other arguments
         # have bound `T` (`axpy(2.0, &x, &mut y)` with `x: &f32[N]` passes 2.0 as f32).
@@ -239,8 +240,8 @@ class Calls:
                     continue
             if not self.unify(pt, v.type, binding, arg, sig, i):
                 ok = False
-            elif isinstance(strip_ref(v.type), Tensor):
-                actual[i] = strip_ref(v.type).shape  # type: ignore[union-attr]
+            elif isinstance(strip_ref(v.type), Tensor | Struct):
+                actual[i] = strip_ref(v.type)
             while ok and done < len(steps) and steps[done].param in actual:
                 ok = self.bind_step(steps[done], actual, binding, args, sig)
                 done += 1
@@ -364,8 +365,19 @@ class Calls:
             p, a = p.inner, a.inner
         elif isinstance(a, Ref):
             return mismatch(" (pass the value, not a borrow)")
+        return self._unify_value(p, a, binding, arg, sig, i, pt, mismatch)
+
+    def _unify_value(self, p, a, binding, arg, sig: FnSig, i: int, pt, mismatch) -> bool:
+        """``unify`` below the reference: a tuple's (or struct's) tensors one by one."""
         if isinstance(p, TypeParam):
             return self._bind_type_param(p, a, binding, arg, sig, i)
+        if isinstance(p, Struct) and isinstance(a, Struct) and p != a:
+            if p.name != a.name or [f for f, _ in p.fields] != [f for f, _ in a.fields]:
+                return mismatch()
+            return all(
+                self._unify_value(pf, af, binding, arg, sig, i, pt, mismatch)
+                for (_, pf), (_, af) in zip(p.fields, a.fields, strict=True)
+            )
         if isinstance(p, Tensor):
             if not isinstance(a, Tensor) or a.rank != p.rank:
                 return mismatch()
@@ -374,7 +386,7 @@ class Calls:
                     return False
             elif a.elem != p.elem:
                 return mismatch()
-            if a.space != p.space:
+            if a.space != p.space:  # (a struct's or tuple's tensors are all in host memory)
                 return self.space_mismatch(pt, a, p, arg, sig, i)
             for pd, ad in zip(p.shape, a.shape, strict=True):
                 if isinstance(pd, int) and pd != ad:
@@ -404,7 +416,7 @@ class Calls:
                 related=(Related(sig.name_span, f"`{sig.name}` is defined here"),),
             )
             return False
-        actual[r] = want.shape
+        actual[r] = want
         args = list(e.args) + [e]
         for step in steps:
             if step.param == r and step.solves is None:
@@ -417,7 +429,7 @@ class Calls:
         """Carry out one step of the callee's binding plan (docs/language.md §7.2) on the
         caller's dimensions: solve for a dimension, or check one already bound."""
         i = step.param
-        ad = actual[i][step.axis]
+        ad = at_path(actual[i], step.path).shape[step.axis]
         if isinstance(step.dim, int):
             return True  # checked by `unify`
         mine = self.sig.dim_names

@@ -227,7 +227,7 @@ def _collect_structs(
                 resolve(base.name.text)
         fields = []
         seen: dict[str, ast.Field] = {}
-        resolver = TypeResolver(env, (), diags, env.uses)
+        resolver = TypeResolver(env, (), diags, env.uses, in_struct=name)
         ok = True
         for f in s.fields:
             fname = f.name.text if f.name else None
@@ -243,13 +243,23 @@ def _collect_structs(
             if ft is None:
                 ok = False
                 continue
-            if not isinstance(ft, Prim | Struct):
+            if not isinstance(ft, Prim | Struct | Tensor):
                 diags.append(
                     error(
                         "K0301",
                         f.type.span,  # type: ignore[union-attr]
-                        f"struct fields are numbers, bools, structs or tuples, not `{ft}`;"
-                        " pass tensors as separate parameters",
+                        f"struct fields are numbers, bools, tensors, structs or tuples, not `{ft}`",
+                    )
+                )
+                ok = False
+                continue
+            if isinstance(ft, Tensor) and ft.space != "host":
+                diags.append(
+                    error(
+                        "K0323",
+                        f.type.span,  # type: ignore[union-attr]
+                        f"a struct's tensor fields live in host memory, not `@{ft.space}`:"
+                        " pass a tensor in another space as its own parameter",
                     )
                 )
                 ok = False
@@ -267,6 +277,27 @@ def _collect_structs(
     resolve = None  # type: ignore[assignment]
 
 
+def _collect_consts(
+    env: ModuleEnv, diags: list[Diagnostic], items: list[ast.Item], primitive: bool
+) -> None:
+    """The constants whose type is a primitive name (``primitive``: before the structs, whose
+    tensor fields may have constant dimensions, §8), or all the others (after them)."""
+    for c in [i for i in items if isinstance(i, ast.Const)]:
+        if c.name is None:
+            continue
+        t_ast = c.type
+        prim = isinstance(t_ast, ast.NamedType) and t_ast.name is not None
+        prim = prim and t_ast.name.text in PRIMS  # type: ignore[union-attr]
+        if prim != primitive:
+            continue
+        name = c.name.text
+        if name in env.consts:
+            diags.append(error("K0202", c.name.span, f"constant `{name}` is defined twice"))
+            continue
+        t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
+        env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
+
+
 def _collect_signatures(
     root: ast.SourceFile,
     env: ModuleEnv,
@@ -282,7 +313,7 @@ def _collect_signatures(
     items = root.items if items is None else items
     cache = cache if cache is not None else LoweringCache()
     source = source if source is not None else _Source(root.syntax.text)
-    _collect_consts(env, diags if decl is None else decl, items)
+    _collect_consts(env, diags if decl is None else decl, items, primitive=False)
     deps = _type_deps(env, items, cache, source)
     for fn in [i for i in items if isinstance(i, ast.Fn)]:
         named = _name_of(fn, cache)
@@ -300,18 +331,6 @@ def _collect_signatures(
         env.fns[name] = sig
         env.instances.update(_instances(sig))
     return deps
-
-
-def _collect_consts(env: ModuleEnv, diags: list[Diagnostic], items: list[ast.Item]) -> None:
-    for c in [i for i in items if isinstance(i, ast.Const)]:
-        if c.name is None:
-            continue
-        name = c.name.text
-        if name in env.consts:
-            diags.append(error("K0202", c.name.span, f"constant `{name}` is defined twice"))
-            continue
-        t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
-        env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
 
 
 def _type_deps(env: ModuleEnv, items: list[ast.Item], cache: LoweringCache, source) -> Deps:
@@ -823,6 +842,7 @@ def _lower_module(
         env.modules = imports.modules
         env.structs.update(imports.structs)
     decl: list[Diagnostic] = []  # the structs' and constants' (sema/incremental.py keeps them)
+    _collect_consts(env, decl, items, primitive=True)  # a struct's tensor field may use one
     _collect_structs(root, env, decl, items)
     fn_diags: list[Diagnostic] = []
     deps = _collect_signatures(root, env, fn_diags, cache, items, source, decl)
@@ -1102,8 +1122,10 @@ def _checked_constants(
 
 
 def _reusable(lf: LoweredFn | None, sig: FnSig) -> LoweredFn | None:
-    """A cached lowering, if it can stand for ``sig`` where it is now."""
-    if lf is None or (lf.base != sig.span.start and not lf.relocatable):
+    """A cached lowering, if it can stand for ``sig`` where it is now: one whose diagnostics
+    point into another item is not reused even where the function has not moved, since that
+    item may have (the cache key holds no positions)."""
+    if lf is None or not lf.relocatable:
         return None
     return lf
 

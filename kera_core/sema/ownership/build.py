@@ -12,7 +12,7 @@ in unreachable code can be dropped like the dataflow ones.
 from __future__ import annotations
 
 from kera_core.diagnostics import Diagnostic, Edit, Fix, Related, error
-from kera_core.ir.types import I64, Ref, Tensor, Type, Unit, strip_ref
+from kera_core.ir.types import I64, Ref, Tensor, Type, Unit, holds_tensor, strip_ref
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.lower_calls import BUILTINS
 from kera_core.sema.lower_views import is_slice
@@ -126,8 +126,11 @@ class Builder:
             else:
                 return None, what or "whole"
 
-    def copy_fix(self, name: str, t: Type | None, span: Span) -> Fix:
-        """Replace a move of ``name`` by an explicit copy with `copy_to`."""
+    def copy_fix(self, name: str, t: Type | None, span: Span) -> Fix | None:
+        """Replace a move of ``name`` by an explicit copy with `copy_to` (a tensor's only:
+        a struct or a tuple holding one has no copy)."""
+        if t is not None and not isinstance(strip_ref(t), Tensor):
+            return None
         space = space_of(t) or "host"
         title = f"copy it with `copy_to(&{name}, {space})`"
         if "transfer" not in self.sig.type.effects:
@@ -236,8 +239,12 @@ class Builder:
         init = st.init
         t = self.ty(init)
         pat = st.pattern
-        if pat is not None:  # `let (a, b) = …`: tuples hold copied values, so only reads
-            self.expr(init, None)
+        if pat is not None:  # `let (a, b) = …`: a tuple holding a tensor is moved apart
+            dest = None
+            if t is not None and holds_tensor(strip_ref(t)):
+                value = unparen(init)
+                dest = Dest("pattern", st.span, value_span=value.span if value else None)
+            self.expr(init, dest)
             for b in pat.binds():
                 if b.name is None or b.name.text == "_":
                     continue
@@ -340,7 +347,7 @@ class Builder:
         if ctx is not None and v.is_move_type:
             self.emit(Event("move", v.id, e.span, dest=ctx))
             return EMPTY
-        if ctx is not None and isinstance(strip_ref(v.type), Tensor):
+        if ctx is not None and holds_tensor(strip_ref(v.type)):
             if v.kind in ("mutref", "refmut"):
                 self.move_out_of_borrow(e, v, ctx)
             elif ctx.kind == "move_to" and v.is_borrow:
@@ -402,12 +409,19 @@ class Builder:
         return EMPTY
 
     def x_StructLit(self, e: ast.StructLit, ctx):
-        self.reads(f.value for f in e.fields)
+        self.fields_in(f.value for f in e.fields)
         return EMPTY
 
     def x_TupleExpr(self, e: ast.TupleExpr, ctx):
-        self.reads(e.elements)
+        self.fields_in(e.elements)
         return EMPTY
+
+    def fields_in(self, values) -> None:
+        """The fields of a struct or tuple being built: a tensor (or a struct holding one)
+        is moved in, anything else is copied."""
+        for x in values:
+            moves = x is not None and holds_tensor(self.ty(x))
+            self.expr(x, Dest("field", x.span) if moves else None)
 
     def x_PrefixExpr(self, e: ast.PrefixExpr, ctx):
         self.expr(e.operand, None)
@@ -435,7 +449,36 @@ class Builder:
 
     def x_FieldExpr(self, e: ast.FieldExpr, ctx):
         self.expr(e.base, None)
+        if ctx is not None and holds_tensor(self.ty(e)):
+            self.move_out_of_field(e, ctx)
         return EMPTY
+
+    def move_out_of_field(self, e: ast.FieldExpr, ctx: Dest) -> None:
+        """A field holding a tensor in a move position. Out of a variable that owns the
+        struct it moves the whole variable (a struct holding a tensor moves whole, so a
+        later use of any part of it is K0401, which says the value was partly moved);
+        out of a borrow it is K0408; out of a temporary (`f(x).w`) it just moves."""
+        root, _ = self.place_root(e)
+        if root is None:
+            return
+        if root.kind in ("mutref", "refmut", "refparam") or root.is_borrow:
+            text = str(e.syntax).strip()
+            fix = None
+            if ctx.kind in ("let", "let_mut") and ctx.value_span == e.span:
+                fix = Fix(
+                    f"borrow it with `&{text}`", (Edit(Span(e.span.start, e.span.start), "&"),)
+                )
+            self.report(
+                error(
+                    "K0408",
+                    e.span,
+                    f"cannot move `{text}` out of the borrow `{root.name}`: its owner keeps it",
+                    related=(Related(root.decl, f"`{root.name}` is a borrow"),),
+                    fix=fix,
+                )
+            )
+        elif root.is_move_type:
+            self.emit(Event("move", root.id, e.span, dest=ctx, what="field"))
 
     def x_IndexExpr(self, e: ast.IndexExpr, ctx):
         self.expr(e.base, None)
@@ -571,7 +614,8 @@ class Builder:
         lhs, rhs = e.operands
         root, what = self.place_root(lhs)
         whole = what == "whole"
-        self.expr(rhs, Dest("assign", e.span) if whole and not compound else None)
+        moves = not compound and (whole or holds_tensor(self.ty(rhs)))
+        self.expr(rhs, Dest("assign", e.span) if moves else None)
         self.reads(self.place_indices(lhs))
         if root is None or root.kind == "dim":
             return EMPTY
@@ -632,7 +676,7 @@ class Builder:
                     held.append(self.temp(arg.span, loans))
                 result |= loans
             else:
-                moves = isinstance(pt, Tensor)
+                moves = holds_tensor(pt)
                 dest = Dest("arg", e.span, sig.name, sig.param_names[i]) if moves else None
                 self.expr(arg, dest)
         self.at_call(e, deferred, held)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kera_core.ir.types import Ref, Tensor, Type
+from kera_core.ir.types import Ref, Type, holds_tensor
 from kera_core.source import Span
 
 
@@ -42,8 +42,9 @@ class Var:
 
     @property
     def is_move_type(self) -> bool:
-        """Owned tensors move; scalars, `()`, structs and borrows are copied (§2)."""
-        return self.kind in ("local", "param") and isinstance(self.type, Tensor)
+        """Owned tensors, and structs and tuples holding one, move; scalars, `()`, other
+        structs and borrows are copied (§2)."""
+        return self.kind in ("local", "param") and holds_tensor(self.type)
 
     @property
     def is_borrow(self) -> bool:
@@ -59,7 +60,7 @@ class Var:
 class Dest:
     """Where a value goes when an expression is evaluated in a *move position*."""
 
-    kind: str  # let | let_mut | assign | arg | move_to | return
+    kind: str  # let | let_mut | pattern | assign | arg | field | move_to | return
     span: Span  # the let statement, the assignment, the call or the return
     callee: str = ""
     param: str = ""
@@ -76,7 +77,7 @@ class Event:
     var: int = -1
     span: Span | None = None
     dest: Dest | None = None  # for moves
-    what: str = ""  # for writes: whole | element | field | compound
+    what: str = ""  # for writes: whole | element | field | compound; a move of a field: field
 
 
 @dataclass

@@ -140,8 +140,9 @@ def _use_after_move(b: Builder, node: int, moves: frozenset[int], moved_later) -
         sp = events[m].span
         assert sp is not None
         again = m >= node  # nodes are numbered in evaluation order: only a back edge
-        msg = "value moved here, in the previous iteration of the loop" if again else None
-        related.append(Related(sp, msg or "value moved here"))
+        what = "value partly moved here" if events[m].what == "field" else "value moved here"
+        msg = f"{what}, in the previous iteration of the loop" if again else None
+        related.append(Related(sp, msg or what))
     first = events[min(moves, key=lambda n: _span_key(b, n))]
     return error(
         "K0401",
@@ -163,6 +164,10 @@ def _move_fix(b: Builder, var: Var, move: Event, moved_later: set[int] | None) -
     if dest is None or span is None:
         return None
     direct = dest.value_span == span  # `let y = x;`, not `let y = if c { x } else { z };`
+    if move.what == "field":  # `let w = l.w;`: borrow the field, or nothing to offer
+        if dest.kind == "let" and direct:
+            return Fix("borrow the field with `&`", (Edit(Span(span.start, span.start), "&"),))
+        return None
     if dest.kind == "let" and direct and moved_later is not None and dest.target not in moved_later:
         return Fix(f"borrow it with `&{var.name}`", (Edit(Span(span.start, span.start), "&"),))
     if dest.kind == "move_to" and dest.callee_span is not None:
