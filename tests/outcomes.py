@@ -1,10 +1,38 @@
-"""Shared by the target-agreement tests: a run's outcome as one comparable string, and a
-source's module (the test fails on its diagnostics)."""
+"""Shared by the target-agreement tests: a run's outcome as one comparable string, a
+source's module (the test fails on its diagnostics), and the examples — files and
+package directories — as the programs they are."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kera_core.analysis import analyze
 from kera_core.interp import InterpError
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+
+
+def examples() -> list[Path]:
+    """Every example `kera demo` runs: the `.kera` files of examples/ and its package
+    directories (examples/pkg)."""
+    from kera_core.cli.demo import examples_in
+
+    return [Path(p) for p in examples_in(str(EXAMPLES_DIR))]
+
+
+def example_program(path: Path):
+    """The analysed example at ``path`` (a file's module, or a package), which must check
+    without errors; either has ``graph`` and ``provenance`` and runs on every target."""
+    if path.is_dir():
+        from kera_core.manifest import load_package
+        from kera_core.sema.package import analyze_package
+
+        src = load_package(str(path))
+        pkg = analyze_package(src.name, src.units)
+        errors = [str(d) for m in pkg.modules.values() for d in m.diagnostics if d.is_error]
+        assert not errors, errors
+        return pkg
+    return analyzed(path.read_text(encoding="utf-8"))
 
 
 def outcome(run) -> str:

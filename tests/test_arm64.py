@@ -28,10 +28,11 @@ from kera_core.interp.values import DTYPES
 from kera_core.opt import optimize
 from kera_core.targets import get
 from tests import imperative_programs, programs
+from tests.outcomes import example_program, examples
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.kera"))
+EXAMPLES = examples()  # the files and the package directories
 FUZZ = int(os.environ.get("KERA_FUZZ_EXAMPLES", "20"))
 STEPS = 20_000
 
@@ -119,7 +120,7 @@ def check(module, graph, name: str, sizes=(0, 1, 3, 17), seeds=(1,), shapes=None
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_function(path: Path) -> None:
-    m = analyze(path.read_text()).module
+    m = example_program(path)
     for f in m.graph.exported():
         assert not A.unsupported(m.graph, f.name), A.unsupported(m.graph, f.name)
         check(m, m.graph, f.name)

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kera_core.analysis import analyze
 from kera_core.cli.run import run_all
 from kera_core.interp import InterpError
 from kera_core.interp.api import entry_signature
 from kera_core.interp.gen import InputGenerator
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.outcomes import analyzed, example_program, examples
 
 OPS = {
     "exp": "pub fn f[N](x: &f32[N]) -> f32[N] { exp(x) }",
@@ -40,16 +38,16 @@ OPS = {
 }
 
 
-def outcome(src: str, name: str, sizes: dict[str, int]) -> str:
-    a = analyze(src)
-    assert not a.has_errors, [d.message for d in a.diagnostics]
-    sig = entry_signature(a.module, name)
+def outcome(src, name: str, sizes: dict[str, int]) -> str:
+    """``src``: a program's text, or an analysed program (a module or a package)."""
+    m = analyzed(src) if isinstance(src, str) else src
+    sig = entry_signature(m, name)
     dims = {i: sizes.get(d, 0) for i, d in enumerate(sig.dim_names)}
     gen = InputGenerator(0)
     inputs = {p: gen.value(t, dims) for p, t in sig.value_params}
     named = {sig.dim_names[i]: n for i, n in dims.items()}
     try:
-        return "ok " + run_all(a.module, name, inputs, named).digest()
+        return "ok " + run_all(m, name, inputs, named).digest()
     except InterpError as e:
         assert e.code != "R0010", e  # a target disagreed with the interpreter
         return "error " + e.code
@@ -62,13 +60,8 @@ def test_every_operation_at_zero_and_one(op: str, size: int) -> None:
         outcome(OPS[op], "f", {"N": size, "M": other, "K": other})
 
 
-def exported(path: Path) -> list[str]:
-    a = analyze(path.read_text())
-    return [f.name for f in a.module.graph.exported()]  # a generic function's instances
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.kera")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", examples(), ids=lambda p: p.stem)
 def test_every_example_function_with_empty_dimensions(path: Path) -> None:
-    src = path.read_text()
-    for name in exported(path):
-        outcome(src, name, {})
+    m = example_program(path)  # a file or a package
+    for f in m.graph.exported():  # a generic function's instances
+        outcome(m, f.name, {})

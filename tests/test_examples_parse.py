@@ -12,7 +12,7 @@ from kera_core.syntax.kinds import SyntaxKind
 from kera_core.syntax.tree import SyntaxNode
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-PROGRAMS = sorted(EXAMPLES.glob("*.kera"))
+PROGRAMS = sorted(EXAMPLES.rglob("*.kera"))  # the files of packages (examples/pkg) too
 
 K = SyntaxKind
 
@@ -21,7 +21,7 @@ def test_there_are_examples() -> None:
     assert len(PROGRAMS) >= 10
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_example_parses(path: Path) -> None:
     data = path.read_bytes()
     result = parse(data)
@@ -30,7 +30,7 @@ def test_example_parses(path: Path) -> None:
     assert not messages, "\n".join(messages)
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_example_style(path: Path) -> None:
     """A header comment, documented public functions, spaces only, lines <= 100 columns."""
     text = path.read_text(encoding="utf-8")
@@ -47,7 +47,7 @@ def test_example_style(path: Path) -> None:
 _BLOCK_LIKE = frozenset({K.BLOCK_EXPR, K.IF_EXPR, K.FOR_EXPR, K.WHILE_EXPR})
 
 
-@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_no_block_like_callee(path: Path) -> None:
     """Guard against a silent misparse (docs/language.md §16).
 

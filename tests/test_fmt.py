@@ -23,7 +23,7 @@ from kera_core.source import Span, encode
 from kera_core.syntax.lexer import lex
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.kera"))
+EXAMPLES = sorted((ROOT / "examples").rglob("*.kera"))  # with the files of examples/pkg
 CASES_DIR = Path(__file__).resolve().parent / "fmt_cases"
 UPDATE = bool(os.environ.get("KERA_UPDATE_FMT_SNAPSHOTS"))
 
@@ -577,7 +577,7 @@ FIXTURES = [  # used when examples/ is empty
 
 
 @pytest.mark.parametrize(
-    "path", EXAMPLES or [None], ids=lambda p: p.name if p else "fixtures"
+    "path", EXAMPLES or [None], ids=lambda p: str(p.relative_to(ROOT / "examples")) if p else "fixtures"
 )  # fmt: skip
 def test_examples_are_stable_and_keep_comments(path: Path | None) -> None:
     sources = [path.read_text(encoding="utf-8")] if path else FIXTURES

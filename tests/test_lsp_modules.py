@@ -2,7 +2,8 @@
 on an imported name (from a call and from the `use` declaration) jumps into the other file,
 open or not; a dependant's diagnostics are published again when the file it imports from
 changes (a function made private, then public again); references and rename of a `pub` item
-reach every file that imports it. Each test runs for the VS Code and the Neovim client capabilities."""
+reach every file that imports it; the call hierarchy crosses files (an alias's callers, a
+callee in a file not open). Each test runs for the VS Code and the Neovim client capabilities."""
 
 from __future__ import annotations
 
@@ -212,3 +213,70 @@ async def test_references_and_rename_across_files(pkg: LanguageClient):
         per_file[uri] = len(edits)
     assert per_file == {linalg: 1, main: 2}
     _close(client, linalg)
+
+
+CALLS_LIB = """\
+pub fn scale(a: f32) -> f32 {
+    a * 2.0
+}
+
+pub fn twice(a: f32) -> f32 {
+    scale(scale(a))
+}
+"""
+CALLS_MAIN = """\
+use lib::{scale as sc, twice};
+
+pub fn run(a: f32) -> f32 {
+    sc(a) + twice(a)
+}
+"""
+
+
+async def test_call_hierarchy_across_files(pkg: LanguageClient):
+    client = pkg
+    root = client.root / "calls"  # type: ignore[attr-defined]
+    root.mkdir()
+    (root / "kera.toml").write_text('[package]\nname = "calls"\n')
+    (root / "lib.kera").write_text(CALLS_LIB)
+    (root / "main.kera").write_text(CALLS_MAIN)
+    main = _open(client, "calls/main.kera", CALLS_MAIN)
+    assert await wait_diagnostics(client, main, 1) == []
+    lib = (root / "lib.kera").as_uri()
+    where = T.TextDocumentIdentifier(uri=main)
+    # prepared on a call of an alias: the item is the function, in its own file
+    (item,) = await client.text_document_prepare_call_hierarchy_async(
+        T.CallHierarchyPrepareParams(text_document=where, position=_at(CALLS_MAIN, "sc("))
+    )  # type: ignore[misc]
+    assert (item.uri, item.name) == (lib, "scale")
+    assert item.selection_range.start == _at(CALLS_LIB, "scale")
+    # its callers: `twice` in its own file (not open) and `run` here, under the alias
+    incoming = await client.call_hierarchy_incoming_calls_async(
+        T.CallHierarchyIncomingCallsParams(item=item)
+    )
+    got = sorted(
+        (c.from_.uri, c.from_.name, [(r.start.line, r.start.character) for r in c.from_ranges])
+        for c in incoming or []
+    )
+    at = [_at(CALLS_LIB, "scale", 1), _at(CALLS_LIB, "scale", 2), _at(CALLS_MAIN, "sc(")]
+    assert got == sorted(
+        [
+            (lib, "twice", [(p.line, p.character) for p in at[:2]]),
+            (main, "run", [(at[2].line, at[2].character)]),
+        ]
+    )
+    # what `run` calls: both functions, in lib; and what `twice` calls there (lib not open)
+    (run,) = await client.text_document_prepare_call_hierarchy_async(
+        T.CallHierarchyPrepareParams(text_document=where, position=_at(CALLS_MAIN, "run"))
+    )  # type: ignore[misc]
+    out = await client.call_hierarchy_outgoing_calls_async(
+        T.CallHierarchyOutgoingCallsParams(item=run)
+    )
+    assert [(c.to.uri, c.to.name) for c in out or []] == [(lib, "scale"), (lib, "twice")]
+    twice = out[1].to  # type: ignore[index]
+    assert twice.range.start == _at(CALLS_LIB, "pub fn twice")
+    out = await client.call_hierarchy_outgoing_calls_async(
+        T.CallHierarchyOutgoingCallsParams(item=twice)
+    )
+    assert [(c.to.uri, c.to.name, len(c.from_ranges)) for c in out or []] == [(lib, "scale", 2)]
+    _close(client, main)

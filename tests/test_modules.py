@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kera_core.analysis import analyze
@@ -168,10 +169,93 @@ def test_resolution_errors_have_codes_spans_and_notes():
     assert pkg.has_errors and codes(pkg, "linalg") == []
 
 
-def test_constants_are_not_imported():
-    pkg = package({"c.kera": "pub const K: f32 = 2.0;\n", "main.kera": "use c::K;\n\nfn f() {}\n"})
-    assert codes(pkg, "main") == ["K0210"]
-    assert "cannot be imported" in pkg.modules["main"].diagnostics[0].message
+# --- constants ----------------------------------------------------------------------
+
+LIMITS = "pub const BASE: i32 = 3;\npub const LIMIT: i32 = BASE * 2 + 1;\nconst HALF: f32 = 0.5;\npub const SCALE: f32 = HALF * 4.0;\n"
+USER = """\
+const TOP: i32 = LIMIT + 1;
+
+pub fn f(x: f32) -> f32 {
+    let BASE = 100;
+    x * SCALE + (LIMIT as f32) + (TOP as f32) + (BASE as f32)
+}
+
+pub fn g(x: &f32[LIMIT]) -> f32 {
+    sum(x)
+}
+"""
+
+
+def test_an_imported_constant_hashes_as_one_of_the_same_file():
+    one = analyze(LIMITS + "\n" + USER)
+    assert not one.has_errors, one.diagnostics
+    pkg = clean({"limits.kera": LIMITS, "main.kera": "use limits::{LIMIT, SCALE};\n\n" + USER})
+    assert hashes(pkg.graph) == hashes(one.module.graph)
+    # under another name, from a nested module: the same hashes again
+    aliased = USER.replace("SCALE", "S").replace("LIMIT", "L")
+    moved = clean(
+        {"a/k.kera": LIMITS, "main.kera": "use a::k::{LIMIT as L, SCALE as S};\n\n" + aliased}
+    )
+    assert hashes(moved.graph) == hashes(one.module.graph)
+    # the value: its initializer's `BASE` is the constant, never the caller's `let BASE`
+    inputs = {"x": np.float32(2.0)}
+    got = run_function(pkg, "f", inputs)
+    assert got.digest_entries() == run_function(one.module, "f", inputs).digest_entries()
+    assert float(got.outputs[0].value) == 2.0 * 2.0 + 7 + 8 + 100
+    # a dimension constant from another file
+    assert "f32[7]" in str(pkg.modules["main"].module.env.fns["g"].type)
+
+
+def test_a_constant_change_in_another_file_changes_its_users():
+    base = clean({"limits.kera": LIMITS, "main.kera": "use limits::{LIMIT, SCALE};\n\n" + USER})
+    edited = clean(
+        {
+            "limits.kera": LIMITS.replace("BASE: i32 = 3", "BASE: i32 = 4"),
+            "main.kera": "use limits::{LIMIT, SCALE};\n\n" + USER,
+        }
+    )
+    assert edited.graph.functions["f"].hash != base.graph.functions["f"].hash
+
+
+def test_constant_import_errors():
+    lib = "const P: i32 = 1;\npub const BAD: i32 = 1 / 0;\npub const F: f32 = 1.5;\n"
+    main = "use c::{P, BAD, F};\n\npub fn f() -> i32 {\n    P + BAD + BAD\n}\n\npub fn g() -> i32 {\n    F\n}\n"
+    pkg = package({"c.kera": lib, "main.kera": main})
+    assert codes(pkg, "c") == ["K0317"]  # reported once, on the constant, not at its uses
+    got = [(d.code, main[d.span.start : d.span.end]) for d in pkg.modules["main"].diagnostics]
+    assert got == [("K0211", "P"), ("K0309", "F")]
+
+
+def test_a_cycle_of_constants_across_files_is_k0315_with_a_note():
+    a = "use b::Y;\n\npub const X: i32 = Y + 1;\n"
+    b = "use a::X;\n\npub const Y: i32 = X * 2;\npub const Z: i32 = 4;\n"
+    pkg = package({"a.kera": a, "b.kera": b})
+    for m, text, ref in (("a", a, "Y"), ("b", b, "X")):
+        (d,) = pkg.modules[m].diagnostics
+        assert d.code == "K0315" and text[d.span.start : d.span.end] == ref
+        assert "refers to itself" in d.message and d.related[0].path == f"{'ab'.strip(m)}.kera"
+
+
+def test_a_failed_import_is_reported_once_not_at_each_use():
+    main = (
+        "use linalg::{nothing, Pointt, LIM};\n"
+        "use nomod::{a, b as bee};\n\n"
+        "pub fn f(x: f32) -> f32 {\n"
+        "    let p = Pointt { x: 1.0, y: 2.0 };\n"
+        "    nothing(x) + nothing(x) + LIM + a(x) + bee\n"
+        "}\n\n"
+        "pub fn g(p: Pointt) -> f32 {\n    1.0\n}\n\n"
+        "pub fn h() -> f32 {\n    unknown(1.0)\n}\n"
+    )
+    pkg = package({"linalg.kera": LINALG, "main.kera": main})
+    got = [(d.code, main[d.span.start : d.span.end]) for d in pkg.modules["main"].diagnostics]
+    assert got == [
+        ("K0210", "nothing"),
+        ("K0210", "Pointt"),
+        ("K0210", "LIM"),
+        ("K0209", "nomod"),
+        ("K0205", "unknown"),  # a name no `use` declares is still reported
+    ]
 
 
 def test_recursion_across_files_is_k0315_on_each_crossing_call():
@@ -243,7 +327,7 @@ def test_cli_on_a_directory_and_a_manifest(capsys, tmp_path):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("sha3-256:")
     assert [ln.split()[1] for ln in lines[1:]] == [
-        "analyse", "average", "centered", "smooth", "summarize",
+        "analyse", "average", "centered", "peak_per_tap", "smooth", "summarize",
     ]  # fmt: skip
     assert main(["graph", str(EXAMPLE), "--fn", "stats::total"]) == 0
     assert "fn stats::total" in capsys.readouterr().out
@@ -262,6 +346,38 @@ def test_cli_on_a_directory_and_a_manifest(capsys, tmp_path):
     assert rows[0]["related"][0]["path"] == str(tmp_path / "lib.kera")
     assert main(["fingerprint", str(tmp_path)]) == 1
     assert main(["check", str(tmp_path / "nope")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_fmt_and_parse_take_a_package(capsys, tmp_path):
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(EXAMPLE, pkg)
+    assert main(["fmt", "--check", str(pkg)]) == 0  # every file of the example is formatted
+    ugly = pkg / "src" / "ugly.kera"
+    ugly.write_text("pub fn   bad( x:f32)->f32{x}\n")
+    capsys.readouterr()
+    assert main(["fmt", "--check", str(pkg / "kera.toml")]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{ugly}: would reformat"]
+    before = (pkg / "src" / "main.kera").read_bytes()
+    assert main(["fmt", "--write", str(pkg)]) == 0
+    assert capsys.readouterr().err.splitlines() == [f"{ugly}: reformatted"]
+    assert ugly.read_text() == "pub fn bad(x: f32) -> f32 {\n    x\n}\n"
+    assert (pkg / "src" / "main.kera").read_bytes() == before  # a formatted file is not touched
+    assert main(["fmt", "--check", str(pkg)]) == 0
+    # parse: every file, in module order; a syntax error in one fails the command
+    assert main(["parse", str(pkg)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == [
+        str(pkg / "src" / f) for f in ("dsp/filters.kera", "main.kera", "stats.kera", "ugly.kera")
+    ]
+    assert all(line.endswith(" 0 syntax error(s)") for line in out)
+    ugly.write_text("pub fn bad( {\n")
+    assert main(["parse", str(pkg)]) == 1
+    assert f"--> {ugly}:1:" in capsys.readouterr().err
+    assert main(["fmt", "--check", str(pkg)]) == 1  # refused: it does not parse
+    assert main(["parse", str(tmp_path / "none")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 
@@ -304,6 +420,38 @@ def test_workspace_analyses_a_document_with_its_package(tmp_path):
     assert labels == {"axpy", "Point", "norm2"}
 
 
+def test_an_imported_constant_in_the_editor(tmp_path):
+    from kera_core.ide import completion, hover, navigation, package_refs
+    from kera_core.workspace import Workspace
+
+    lib = "/// How many.\npub const LIMIT: i32 = 3 * 2;\n"
+    main = "use k::LIMIT;\n\npub fn f() -> i32 {\n    LIMIT + LIMIT\n}\n"
+    (tmp_path / "k.kera").write_text(lib)
+    (tmp_path / "main.kera").write_text(main)
+    ws = Workspace()
+    doc = ws.open((tmp_path / "main.kera").as_uri(), main, 1)
+    a = doc.analysis()
+    assert a.diagnostics == []
+    at = main.index("LIMIT +")
+    path, span = navigation.definition_location(a, at)  # type: ignore[misc]
+    assert (path, lib[span.start : span.end]) == (str(tmp_path / "k.kera"), "LIMIT")
+    text = hover.hover(a, at, doc).markdown
+    assert "const LIMIT: i32 = 3 * 2" in text and "from module `k`" in text
+    assert ("LIMIT", "const") in {(c.label, c.kind) for c in completion.complete(a, at)}
+    # references and rename reach the defining file and every use here
+    occ = package_refs.occurrences(ws, doc, at)
+    assert occ is not None and occ.target.kind == "const"
+    assert {p: len(s) for p, s in occ.by_path.items()} == {
+        str(tmp_path / "k.kera"): 1,
+        str(tmp_path / "main.kera"): 3,
+    }
+    renamed = package_refs.rename(ws, doc, at, "CAP")
+    assert {p: len(s) for p, s in renamed.items()} == {  # type: ignore[union-attr]
+        str(tmp_path / "k.kera"): 1,
+        str(tmp_path / "main.kera"): 3,
+    }
+
+
 def test_a_run_time_error_names_the_file_it_is_in(capsys, tmp_path):
     (tmp_path / "lib.kera").write_text("pub fn at[N](x: &f32[N], i: i64) -> f32 {\n    x[i]\n}\n")
     (tmp_path / "main.kera").write_text(
@@ -311,3 +459,54 @@ def test_a_run_time_error_names_the_file_it_is_in(capsys, tmp_path):
     )
     assert main(["run", str(tmp_path), "--entry", "first", "--dims", "N=4"]) == 1
     assert f"at {tmp_path / 'lib.kera'}:2:5" in capsys.readouterr().err
+
+
+def test_semantic_tokens_of_a_use_declaration():
+    from kera_core.ide import tokens
+    from kera_core.ide.package_calls import analysis_of
+
+    lib = "pub const K: f32 = 2.0;\npub fn h() {}\n"
+    main = "use a::c::{K, h as g, zz};\n\npub fn f() -> f32 {\n    g();\n    K\n}\n"
+    pkg = package({"a/c.kera": lib, "main.kera": main})
+    got = [
+        (main[s : s + n], tokens.TOKEN_TYPES[t], m)
+        for s, n, t, m in tokens.classify(analysis_of(pkg, "main.kera"))  # type: ignore[arg-type]
+        if s < main.index(";")
+    ]
+    assert got == [
+        ("use", "keyword", 0),
+        ("a", "namespace", 0),
+        ("c", "namespace", 0),
+        ("K", "variable", tokens.READONLY),  # a constant, as where it is used
+        ("h", "function", 0),
+        ("as", "keyword", 0),
+        ("g", "function", tokens.DECL),  # the alias declares the local name
+    ]  # `zz` (an unknown item) is left unclassified
+
+
+def test_demo_runs_packages_on_every_target(capsys, tmp_path):
+    (tmp_path / "one.kera").write_text("pub fn twice(x: f32) -> f32 {\n    x * 2.0\n}\n")
+    lib = tmp_path / "pair"
+    (lib / "src").mkdir(parents=True)
+    (lib / "kera.toml").write_text('[package]\nname = "pair"\nsrc = "src"\n')
+    (lib / "src" / "k.kera").write_text("pub const GAIN: f32 = 1.5;\n")
+    (lib / "src" / "main.kera").write_text(
+        "use k::GAIN;\n\npub fn gain[N](x: &f32[N]) -> f32[N] {\n    x * GAIN\n}\n"
+    )
+    (tmp_path / "notes").mkdir()  # a directory without .kera files is not an example
+    assert main(["demo", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
+    assert "pair/" in rows and "one.kera" in rows and "notes/" not in rows
+    cells = rows["pair/"].split()
+    assert cells[1:4] == ["1", cells[2], "0"] and cells[4] == "clean"
+    assert cells[6].startswith("sha3-256:") and cells[7].startswith("sha3-256:")
+    names = out.splitlines()[0].split("(seed 1)")[1].split()  # the target columns
+    per_target = dict(zip(names, zip(cells[8::2], cells[9::2], strict=True), strict=True))
+    for t in ("wasm", "x86_64", "arm64"):  # bit-identical to the interpreter where it runs
+        assert per_target[t] in (("1/1", "same"), ("not", "here")), per_target
+    assert "2 examples, 0 problem(s)" in out
+    # a package with an error is a problem
+    (lib / "src" / "main.kera").write_text("use k::GAINS;\n\npub fn f() {}\n")
+    assert main(["demo", str(tmp_path)]) == 1
+    assert "(errors)" in capsys.readouterr().out

@@ -8,8 +8,8 @@ the interpreter's code; a runaway loop must end with a clear out-of-fuel error.
 
 from __future__ import annotations
 
-import glob
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +23,11 @@ from kera_core.interp.api import entry_signature
 from kera_core.interp.gen import InputGenerator
 from kera_core.targets import available, get
 from kera_core.targets.wasm import TARGET
+from tests.outcomes import example_program, examples
 from tests.programs import program, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kera")))
+EXAMPLES = [str(p) for p in examples()]  # the files and the package directories
 _MODULES: dict[str, object] = {}
 
 
@@ -39,6 +40,10 @@ def module(src: str):
 
 
 def example(path: str):
+    if os.path.isdir(path):  # a package
+        if path not in _MODULES:
+            _MODULES[path] = example_program(Path(path))
+        return _MODULES[path]
     with open(path, encoding="utf-8") as f:
         return module(f.read())
 

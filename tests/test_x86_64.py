@@ -29,11 +29,11 @@ from kera_core.interp.gen import InputGenerator
 from kera_core.opt import optimize
 from kera_core.targets import get
 from tests import imperative_programs, programs
-from tests.outcomes import x86_levels
+from tests.outcomes import example_program, examples, x86_levels
 from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.kera"))
+EXAMPLES = examples()  # the files and the package directories
 FUZZ = int(os.environ.get("KERA_FUZZ_EXAMPLES", "25"))
 STEPS = 20_000
 
@@ -104,7 +104,7 @@ def runnable(graph, name: str) -> bool:
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_every_example_function(path: Path, level: str) -> None:
-    m = analyze(path.read_text()).module
+    m = example_program(path)
     for f in m.graph.exported():
         assert runnable(m.graph, f.name), X.unsupported(m.graph, f.name)
         check(m, m.graph, f.name, level)

@@ -1,17 +1,18 @@
 """`kera demo`: the product's promise on one screen, for the examples folder.
 
-For every example: check it (every stage), format it, build its graph, print the
-fingerprint, then run every exported function on the documented seeded inputs
+For every example — a `.kera` file, or a package directory (every file of it) — check it
+(every stage), format it, build its graph, print the fingerprint, then run every exported function on the documented seeded inputs
 (`kera run --seed 1`) on each target that can run here and show the combined result
 digest per target; a digest that differs from the reference interpreter's is a failure.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from kera_core import targets
 from kera_core.cli.inputs import UsageError, read_input
@@ -20,20 +21,81 @@ from kera_core.source import encode
 
 def register(sub) -> None:
     d = sub.add_parser("demo", help="check, format and fingerprint every example")
-    d.add_argument("dir", nargs="?", default="examples", help="folder of .kera files")
+    d.add_argument(
+        "dir", nargs="?", default="examples", help="folder of .kera files and package directories"
+    )
     d.set_defaults(func=cmd_demo)
 
 
-def cmd_demo(args) -> int:
+@dataclass
+class _Checked:
+    """One example, checked and formatted: a file, or a package (a directory)."""
+
+    name: str
+    program: Any  # what runs: has ``graph`` and ``provenance``
+    diagnostics: int
+    has_errors: bool
+    fmt: str  # clean | changes | refused
+
+
+def examples_in(folder: str) -> list[str]:
+    """The examples of ``folder``: its `.kera` files and its package directories (a
+    directory with a `kera.toml` or with `.kera` files under it), in name order."""
+    from kera_core.manifest import MANIFEST, package_files
+
+    out = []
+    for name in sorted(os.listdir(folder)):
+        full = os.path.join(folder, name)
+        if os.path.isfile(full) and name.endswith(".kera"):
+            out.append(full)
+        elif os.path.isdir(full) and (
+            os.path.isfile(os.path.join(full, MANIFEST)) or package_files(full)
+        ):
+            out.append(full)
+    return out
+
+
+def _check(path: str) -> _Checked:
     from kera_core.analysis import analyze
-    from kera_core.cli.run import cannot_run_here
     from kera_core.fmt import format_text
+
+    if os.path.isdir(path):
+        from kera_core.cli import package
+
+        pkg = package.load(path)
+        fmts = [format_text(m.unit.text) for m in pkg.modules.values()]
+        diags = [d for m in pkg.modules.values() for d in m.diagnostics]
+        return _Checked(
+            os.path.basename(path) + "/",
+            pkg,
+            len(diags),
+            pkg.has_errors,
+            _fmt_state(any(f.diagnostics for f in fmts), any(f.changed for f in fmts)),
+        )
+    inp = read_input(path)
+    a = analyze(inp.text)
+    fmt = format_text(inp.text)
+    return _Checked(
+        os.path.basename(path),
+        a.module,
+        len(a.diagnostics),
+        a.has_errors,
+        _fmt_state(bool(fmt.diagnostics), fmt.changed),
+    )
+
+
+def _fmt_state(refused: bool, changed: bool) -> str:
+    return "refused" if refused else ("changes" if changed else "clean")
+
+
+def cmd_demo(args) -> int:
+    from kera_core.cli.run import cannot_run_here
 
     if not os.path.isdir(args.dir):
         raise UsageError(f"{args.dir}: not a directory")
-    files = sorted(glob.glob(os.path.join(args.dir, "*.kera")))
-    if not files:
-        raise UsageError(f"{args.dir}: no .kera files")
+    paths = examples_in(args.dir)
+    if not paths:
+        raise UsageError(f"{args.dir}: no .kera files or packages")
     runnable = targets.runners()
     unable: dict[str, str] = {}  # target → why this machine cannot run it
     cols = "".join(f" {t.name:>13}" for t in runnable)
@@ -44,20 +106,17 @@ def cmd_demo(args) -> int:
     print(head)
     print("-" * len(head))
     bad = 0
-    for path in files:
-        inp = read_input(path)
+    for path in paths:
         t0 = time.perf_counter()
-        a = analyze(inp.text)
-        fmt = format_text(inp.text)
+        c = _check(path)
         ms = (time.perf_counter() - t0) * 1000
-        g = a.module.graph
-        state = "refused" if fmt.diagnostics else ("changes" if fmt.changed else "clean")
-        bad += a.has_errors or bool(fmt.diagnostics)
-        fp = f"sha3-256:{g.fingerprint().hex()[:15]}" if not a.has_errors else "(errors)"
+        g = c.program.graph
+        bad += c.has_errors or c.fmt == "refused"
+        fp = f"sha3-256:{g.fingerprint().hex()[:15]}" if not c.has_errors else "(errors)"
         cells = ""
         result = "-"
-        if not a.has_errors:
-            reference = _results(a.module, "interp")
+        if not c.has_errors:
+            reference = _results(c.program, "interp")
             result = _combined(reference)
             bad += any(d.startswith("error") for d in reference.values())
             for t in runnable:
@@ -66,22 +125,22 @@ def cmd_demo(args) -> int:
                     cells += f" {'not here':>13}"
                     unable.setdefault(t.name, why)
                     continue
-                got = _results(a.module, t.name)
+                got = _results(c.program, t.name)
                 same = [f for f in got if got[f] == reference[f]]
                 bad += len(got) - len(same)
                 cells += f" {f'{len(same)}/{len(reference)} same':>13}"
-        name = os.path.basename(path)
         print(
-            f"{name:<16} {len(g.exported()):>4} {len(g.nodes):>6} "
-            f"{len(a.diagnostics):>6} {state:>8} {ms:>6.0f}  {fp:<24} {result:<24}{cells}"
+            f"{c.name:<16} {len(g.exported()):>4} {len(g.nodes):>6} "
+            f"{c.diagnostics:>6} {c.fmt:>8} {ms:>6.0f}  {fp:<24} {result:<24}{cells}"
         )
-    print(f"\n{len(files)} examples, {bad} problem(s)")
+    print(f"\n{len(paths)} examples, {bad} problem(s)")
     for name, why in sorted(unable.items()):
         print(f"{name}: not run here: {why}")
     print(
         "a target column counts the exported functions whose result digest equals the"
         " interpreter's;\nfunctions a target cannot compile yet are not counted"
-        " (`kera run --target all` lists them)"
+        " (`kera run --target all` lists them);\na name ending in `/` is a package"
+        " (all of its files; its `pub` functions)"
     )
     return 1 if bad else 0
 

@@ -13,13 +13,20 @@ from kera_core.syntax.tree import debug_tree
 
 
 def register(sub) -> None:
-    p = sub.add_parser("parse", help="parse a file; print diagnostics (and the tree with --tree)")
-    p.add_argument("file", help="a .kera file, or - for stdin")
+    p = sub.add_parser("parse", help="parse files; print diagnostics (and the trees with --tree)")
+    p.add_argument(
+        "file", help="a .kera file, a package (a directory or a kera.toml), or - for stdin"
+    )
     p.add_argument("--tree", action="store_true", help="print the lossless syntax tree")
     p.set_defaults(func=cmd_parse, fast_exit=True)
 
     f = sub.add_parser("fmt", help="format files (print, --check or --write)")
-    f.add_argument("files", nargs="+", metavar="FILE", help=".kera files, or - for stdin")
+    f.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help=".kera files, packages (every file of a directory or a kera.toml), or - for stdin",
+    )
     g = f.add_mutually_exclusive_group()
     g.add_argument("--check", action="store_true", help="exit 1 if a file is not formatted")
     g.add_argument("--write", action="store_true", help="rewrite files in place")
@@ -44,23 +51,32 @@ def _print_diags(diags, text: str, path: str) -> None:
 
 
 def cmd_parse(args) -> int:
-    inp = read_input(args.file)
-    result = parse(inp.text)
-    if args.tree:
-        sys.stdout.write(debug_tree(result.tree))
-    _print_diags(result.diagnostics, inp.text, inp.path)
-    n_err = sum(d.is_error for d in result.diagnostics)
-    if not args.tree:
-        print(f"{inp.path}: {len(inp.raw)} bytes, {n_err} syntax error(s)")
-    return 1 if n_err else 0
+    from kera_core.cli.package import files_of
+
+    paths = files_of([args.file])
+    status = 0
+    for path in paths:
+        inp = read_input(path)
+        result = parse(inp.text)
+        if args.tree:
+            if len(paths) > 1:  # each package file's tree under its path
+                print(f"{inp.path}:")
+            sys.stdout.write(debug_tree(result.tree))
+        _print_diags(result.diagnostics, inp.text, inp.path)
+        n_err = sum(d.is_error for d in result.diagnostics)
+        if not args.tree:
+            print(f"{inp.path}: {len(inp.raw)} bytes, {n_err} syntax error(s)")
+        status = max(status, 1 if n_err else 0)
+    return status
 
 
 def cmd_fmt(args) -> int:
+    from kera_core.cli.package import files_of
     from kera_core.fmt import format_text
 
     if args.write and "-" in args.files:
         raise UsageError("--write cannot be used with stdin")
-    inputs = [read_input(p) for p in args.files]
+    inputs = [read_input(p) for p in files_of(args.files)]
     status = 0
     for inp in inputs:
         res = format_text(inp.text)

@@ -1,5 +1,6 @@
 """Packages on the command line: `kera check/build/run/graph/fingerprint` take a
-directory or a `kera.toml` as well as a file (language.md, "Modules")."""
+directory or a `kera.toml` as well as a file, and `kera parse/fmt` every file of one
+(language.md, "Modules")."""
 
 from __future__ import annotations
 
@@ -20,6 +21,23 @@ def load(path: str):
     except ManifestError as e:
         raise UsageError(str(e)) from None
     return analyze_package(src.name, src.units)
+
+
+def files_of(paths: list[str]) -> list[str]:
+    """``paths`` with each package (a directory or a `kera.toml`) replaced by its `.kera`
+    files, in module order; a file (or `-`, stdin) stays as it is."""
+    from kera_core.manifest import ManifestError, is_package_path, load_package
+
+    out: list[str] = []
+    for path in paths:
+        if path == "-" or not is_package_path(path):
+            out.append(path)
+            continue
+        try:
+            out += [u.path for u in load_package(path).units]
+        except ManifestError as e:
+            raise UsageError(str(e)) from None
+    return out
 
 
 def print_diagnostics(pkg) -> None:

@@ -152,7 +152,7 @@ def _imported_symbol(a: Analysis, tree: ast.UseTree, span: Span) -> Symbol | Non
 
 def imported_origin(a: Analysis, sym: Symbol):
     """The :class:`~kera_core.sema.env.Imported` a symbol is (None: not an imported item)."""
-    if a.module is None or sym.kind not in ("fn", "struct"):
+    if a.module is None or sym.kind not in ("fn", "struct", "const"):
         return None
     imp = a.module.env.origin(sym.kind, sym.name)
     return imp if imp is not None and imp.use_span == sym.def_span else None

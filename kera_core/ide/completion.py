@@ -201,7 +201,8 @@ def _expression_items(a: Analysis, offset: int) -> list[Completion]:
     if env is not None:
         for name, sig in env.fns.items():
             out.append(Completion(name, "function", signature_text(sig), sig.doc))
-        for name, c in env.consts.items():
+        for name in env.const_names():
+            c = env.const_named(name)[0]  # type: ignore[index]
             out.append(Completion(name, "const", str(c.type) if c.type is not None else ""))
         for name, st in env.structs.items():
             out.append(Completion(name, "struct", _struct_detail(st)))

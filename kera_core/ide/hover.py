@@ -206,12 +206,16 @@ def _field_hover(a: Analysis, owner: str, name: str) -> str:
 
 
 def _const_hover(a: Analysis, name: str) -> str:
-    c = a.module.env.consts.get(name) if a.module else None
-    if c is None:
+    found = a.module.env.const_named(name) if a.module else None
+    if found is None:
         return _code(f"const {name}")
+    c = found[0]
     value = str(c.value.syntax).strip() if c.value is not None else "…"
     parts = [_code(f"const {name}: {c.type if c.type is not None else '{unknown}'} = {value}")]
-    node = _item_node(a, K.CONST, name)
+    imp = a.module.env.origin("const", name) if a.module else None
+    if imp is not None:
+        parts.append(f"from module `{imp.module}`")
+    node = _item_node(a, K.CONST, name) if imp is None else None
     if node is not None and ast.Const(node).doc:
         parts.append(ast.Const(node).doc)
     return "\n\n".join(parts)

@@ -132,7 +132,7 @@ def rename(a: Analysis, offset: int, new_name: str) -> list[RenameEdit]:
         clash = (
             (sym.kind == "fn" and new_name in env.fns)
             or (sym.kind == "struct" and (new_name in env.structs or new_name in B.PRIMITIVES))
-            or (sym.kind == "const" and new_name in env.consts)
+            or (sym.kind == "const" and env.const_named(new_name) is not None)
             or (sym.kind == "field" and (sym.owner, new_name) in env.field_spans)
             or (sym.kind == "tparam" and _type_param_clash(a, sym, new_name))
         )

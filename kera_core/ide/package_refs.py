@@ -1,6 +1,6 @@
 """References and rename of a package's items across its files (language.md §3.4).
 
-An item another file can see is a `pub` function or struct; the name at the cursor names
+An item another file can see is a `pub` function, struct or constant; the name at the cursor names
 one when it is that item's definition or a use of it in its own file, or when it was
 imported (in a `use` or a use of the imported name). Its occurrences are, in its own
 file, its definition and uses; in each importing file, the item's name in the `use` and,
@@ -21,7 +21,7 @@ from kera_core.workspace import Analysis, Document, Workspace
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # fn | struct
+    kind: str  # fn | struct | const
     module: str
     name: str
 
@@ -31,7 +31,7 @@ def _analysis(r: ModuleResult) -> Analysis:
 
 
 def _target(a: Analysis, sym: Symbol, module: str) -> Target | None:
-    if sym.kind not in ("fn", "struct") or sym.def_span is None:
+    if sym.kind not in ("fn", "struct", "const") or sym.def_span is None:
         return None
     imp = imported_origin(a, sym)
     if imp is not None:
@@ -44,8 +44,8 @@ def _target(a: Analysis, sym: Symbol, module: str) -> Target | None:
         ok = sig is not None and env.is_local(sym.name) and sig.name_span == sym.def_span
         return Target("fn", module, sym.name) if ok and sig.exported else None  # type: ignore[union-attr]
     item = declared(a.parse).get(sym.name) if a.parse is not None else None  # type: ignore[arg-type]
-    pub = item is not None and item.kind == "struct" and item.is_pub
-    return Target("struct", module, sym.name) if pub else None
+    pub = item is not None and item.kind == sym.kind and item.is_pub
+    return Target(sym.kind, module, sym.name) if pub else None
 
 
 def _def_span(r: ModuleResult, t: Target) -> Span | None:
@@ -53,6 +53,9 @@ def _def_span(r: ModuleResult, t: Target) -> Span | None:
     if t.kind == "fn":
         sig = env.fns.get(t.name)
         return sig.name_span if sig is not None and env.is_local(t.name) else None
+    if t.kind == "const":
+        c = env.consts.get(t.name)
+        return c.name_span if c is not None else None
     return env.struct_spans.get(t.name)
 
 
@@ -141,7 +144,9 @@ def rename(
             and req.local == occ.target.name
             for req in r.requests
         )
-        taken = new_name in env.fns or new_name in env.structs or new_name in env.consts
+        taken = (
+            new_name in env.fns or new_name in env.structs or env.const_named(new_name) is not None
+        )
         if renames_locals and taken:
             raise RenameError(f"`{new_name}` is already defined in module `{r.unit.module}`")
     return occ.renamed

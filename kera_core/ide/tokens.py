@@ -30,6 +30,7 @@ TOKEN_TYPES = [
     "typeParameter",
     "enumMember",
     "method",
+    "namespace",
 ]
 TOKEN_MODIFIERS = ["declaration", "mutable", "readonly", "documentation", "defaultLibrary"]
 
@@ -151,6 +152,8 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
     gp = gp_anc[0] if gp_anc else None
     ggp = gp_anc[1][0] if gp_anc and gp_anc[1] else None
     text = tok.text
+    if gp == K.USE_TREE and parent in (K.NAME, K.NAME_REF):
+        return _imported_item(env, text, parent == K.NAME)
     if parent == K.NAME:
         decl = _DECL.get(gp)
         if decl is None:
@@ -165,6 +168,8 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
         return ("type", LIB)
     if parent != K.NAME_REF:
         return None
+    if gp == K.USE_PATH:  # `a::b` of `use a::b::{…}`: a module
+        return ("namespace", 0)
     u = uses.get(off)
     if u is not None:
         name, mods = _USE[u.kind] if u.kind in _USE else ("variable", 0)
@@ -192,6 +197,20 @@ def _classify_ident(tok, off, anc, uses, env, mutable_defs):
             return ("enumMember", 0)
         return ("variable", 0)
     return None
+
+
+def _imported_item(env, text: str, alias: bool):
+    """An item's name in a `use` tree (its alias: a declaration), as its uses are shown;
+    None when the import failed."""
+    if env is None:
+        return None
+    imp = env.imported.get(text) if alias else None
+    if imp is None and not alias:
+        imp = next((i for i in env.imported.values() if i.name == text), None)
+    if imp is None or imp.kind not in _USE:
+        return None
+    name, mods = _USE[imp.kind]
+    return (name, mods | DECL) if alias else (name, mods)
 
 
 def semantic_tokens(a: Analysis, encoding: str = "utf-16") -> list[int]:

@@ -54,6 +54,8 @@ def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str]
             ref = e.name.text if e.name is not None else ""
             if ref in env.consts:
                 refs.append(ref)
+            elif ref in env.imported_consts:
+                continue  # checked in its own file; a cycle across files: sema/package.py
             else:
                 ok = False
                 where = "a function" if ref in env.fns else "not a constant"
@@ -228,8 +230,6 @@ def constant_value(env: ModuleEnv, name: str):
     where a value is needed before the functions are checked (a dimension, §3.3); None
     when it has no value — a cycle, a bad initializer, a failed evaluation — which
     :func:`check_constants` reports, once, on the constant."""
-    from kera_core.sema.lower import FnLowering
-
     memo = env.const_values
     if name in memo:
         return memo[name]
@@ -249,16 +249,40 @@ def constant_value(env: ModuleEnv, name: str):
         if n not in seen:
             seen.add(n)
             todo.extend(refs[n])
+    lowered = _lowered_quietly(env, name)
+    if lowered is None:
+        return None
+    lw, value = lowered
+    result, failure = _evaluate(lw, value)
+    if failure is None:
+        memo[name] = result
+    return memo[name]
+
+
+def _lowered_quietly(env: ModuleEnv, name: str):
+    """Constant ``name`` lowered on its own: (the lowering, its value), or None when it
+    does not lower cleanly (its diagnostics are :func:`check_constants`' to report)."""
+    from kera_core.sema.lower import FnLowering
+
     c = env.consts[name]
+    if c.value is None or c.type is None:
+        return None
     sig = FnSig(name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None)  # type: ignore[arg-type]
     lw = FnLowering(env, sig, {})
     lw.frame = Frame(None, [])
     v = lw.expr(c.value, c.type)
     if v.is_err or v.value is None or any(d.is_error for d in lw.diags):
         return None
-    if not lw.check_type(c.type, v, c.value.span, ""):  # type: ignore[union-attr]
+    if not lw.check_type(c.type, v, c.value.span, ""):
         return None
-    result, failure = _evaluate(lw, v.value)
-    if failure is None:
-        memo[name] = result
-    return memo[name]
+    return lw, v.value
+
+
+def constant_digest(env: ModuleEnv, name: str) -> bytes:
+    """The identity of constant ``name`` as another file sees it: the hash of its lowered
+    value (which covers every constant it refers to), or ``b""`` when it failed (reported
+    on it, in its own file)."""
+    if name in env.bad_consts:
+        return b""
+    lowered = _lowered_quietly(env, name)
+    return lowered[1].node if lowered is not None else b""

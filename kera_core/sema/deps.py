@@ -66,6 +66,8 @@ class Deps:
         w = Writer()
         _names(w, env.structs)
         _names(w, env.consts)
+        _names(w, env.imported_consts)
+        _names(w, env.failed_imports)  # a use of one is not reported (sema/package.py)
         self.type_names = digest("fn", w.getvalue())
         own: dict[str, bytes] = {}
         for name, st in env.structs.items():
@@ -75,6 +77,9 @@ class Deps:
             w.str(str(c.value.syntax) if c.value is not None else "")
             w.raw(c.type.hash if c.type is not None else b"")
             own[name] = own.get(name, b"") + b"c" + digest("fn", w.getvalue())
+        for name, ic in env.imported_consts.items():  # by its lowered value's digest
+            t = ic.const.type
+            own[name] = own.get(name, b"") + b"i" + ic.digest + (t.hash if t is not None else b"")
         self.type_items = {n: self._closure(n, own, const_mentions) for n in own}
         self.names = b""
         self.fn_items: dict[str, bytes] = {}

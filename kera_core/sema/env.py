@@ -130,13 +130,29 @@ class Imported:
     whose file ``path`` defines it at ``def_span``; ``use_span`` is the local name in
     the `use` declaration."""
 
-    kind: str  # "fn" | "struct"
+    kind: str  # "fn" | "struct" | "const"
     local: str
     name: str
     module: str
     path: str
     def_span: Span
     use_span: Span
+
+
+@dataclass(frozen=True)
+class ImportedConst:
+    """A constant a `use` brings into a file: its definition and the environment of the
+    file that defines it (its initializer's names resolve there), under ``name``.
+
+    A use of it lowers the initializer in place, exactly as a use of a constant of the
+    same file does, so the user's hash does not depend on which file the constant is in;
+    ``digest`` (the hash of its lowered value, ``b""`` for a constant that failed in its
+    own file) is what the importing file's caches see of it."""
+
+    name: str
+    const: ConstDef
+    env: ModuleEnv
+    digest: bytes
 
 
 @dataclass
@@ -150,6 +166,9 @@ class Imports:
     instances: dict[str, FnSig] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
     structs: dict[str, Struct] = field(default_factory=dict)
+    consts: dict[str, ImportedConst] = field(default_factory=dict)
+    # the local names of the imports that failed (reported on the `use`, not at each use)
+    failed: frozenset[str] = frozenset()
     # every module of the package and its `pub` items as (name, kind): what a `use` can name
     modules: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
@@ -169,6 +188,10 @@ class ModuleEnv:
     const_values: dict[str, object] = field(default_factory=dict)  # sema/consts.constant_value
     # the items `use` brought in, by local name (sema/package.py): defined in other files
     imported: dict[str, Imported] = field(default_factory=dict)
+    # the imported constants, by local name (their values are inlined where used)
+    imported_consts: dict[str, ImportedConst] = field(default_factory=dict)
+    # names whose `use` failed (K0209, K0210): a use of one is not reported again
+    failed_imports: frozenset[str] = frozenset()
     # the package's modules and their `pub` items (Imports.modules; empty for a lone file)
     modules: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
@@ -176,6 +199,19 @@ class ModuleEnv:
         """The import a module item's name refers to (None: defined in this file)."""
         imp = self.imported.get(name)
         return imp if imp is not None and imp.kind == kind else None
+
+    def const_named(self, name: str) -> tuple[ConstDef, ModuleEnv, str] | None:
+        """The constant ``name`` denotes here, the environment its initializer resolves
+        in and its name there: this file's own, or an imported one."""
+        c = self.consts.get(name)
+        if c is not None:
+            return c, self, name
+        ic = self.imported_consts.get(name)
+        return (ic.const, ic.env, ic.name) if ic is not None else None
+
+    def const_names(self) -> list[str]:
+        """Every constant visible here (for suggestions)."""
+        return [*self.consts, *self.imported_consts]
 
     def is_local(self, name: str) -> bool:
         """Is the function ``name`` defined in this file (not imported)?"""
@@ -428,8 +464,9 @@ class TypeResolver:
             if i < len(self.dim_spans):
                 self.uses.append(Use(ref.span, "dim", self.dim_spans[i], name))
             return Sym(i)
-        c = self.env.consts.get(name)
-        if c is not None:
+        found = self.env.const_named(name)
+        if found is not None:
+            c, home, home_name = found
             self.uses.append(Use(ref.span, "const", name=name))
             if c.type is None:
                 return None  # reported on the constant
@@ -440,7 +477,7 @@ class TypeResolver:
                 )
             from kera_core.sema.consts import constant_value
 
-            v = constant_value(self.env, name)
+            v = constant_value(home, home_name)
             if v is None:
                 return None  # reported on the constant
             v = int(v)
@@ -465,7 +502,7 @@ class TypeResolver:
         hint = (
             f"; declare it: `fn f[{name}](…)`"
             if not self.dims
-            else did_you_mean(name, [*self.dims, *self.env.consts])
+            else did_you_mean(name, [*self.dims, *self.env.const_names()])
         )
         self.diags.append(error("K0201", ref.span, f"unknown dimension `{name}`{hint}"))
         return None
@@ -483,6 +520,8 @@ class TypeResolver:
         if name in self.env.structs:
             self.uses.append(Use(ref.span, "struct", name=name))
             return self.env.structs[name]
+        if name in self.env.failed_imports:
+            return None  # its `use` is reported
         self.diags.append(
             error(
                 "K0203",

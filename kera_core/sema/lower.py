@@ -33,6 +33,7 @@ from kera_core.ir.types import (
 )
 from kera_core.sema import literals, type_constants
 from kera_core.sema.env import (
+    ConstDef,
     FnSig,
     ModuleEnv,
     TypeResolver,
@@ -242,6 +243,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         self.expr_types: dict[tuple[int, int, K], Type] = {}
         self.uses: list[Use] = []
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
+        self.foreign = 0  # > 0: lowering another file's constant (inline_const)
         dim_spans = tuple(d.span for d in sig.ast.dim_params) if sig.ast is not None else ()
         self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans, sig.type_names())
 
@@ -256,7 +258,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     # --- nodes -----------------------------------------------------------------------
     def add(self, node: Node, span: Span | None) -> Node:
         node = self.nodes.setdefault(node.hash, node)
-        if span is not None:
+        if span is not None and not self.foreign:
             fn = self.sig.span
             if fn.start <= span.start and span.end <= fn.end:  # a constant's is elsewhere
                 self.prov.add(node.hash, span.shifted(-self.base))
@@ -967,12 +969,13 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             if b.val.value is None and not b.val.is_err and not isinstance(b.val.type, Unit):
                 return ERR_VAL
             return b.val
-        c = self.env.consts.get(name)
-        if c is not None:
+        found = self.env.const_named(name)
+        if found is not None:
             self.uses.append(Use(e.name.span, "const", name=name))  # type: ignore[union-attr]
-            if c.value is None or c.type is None or name in self.env.bad_consts:
+            c, home, home_name = found
+            if c.value is None or c.type is None or home_name in home.bad_consts:
                 return ERR_VAL  # the constant's own diagnostics are reported once, on it
-            v = self.expr(c.value, c.type)
+            v = self.inline_const(c, home)
             return (
                 v
                 if v.is_err or self.check_type(c.type, v, e.span, f"constant `{name}`")
@@ -984,11 +987,36 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                 e.span,
                 f"`{name}` is a function; functions are not values yet — call it: `{name}(…)`",
             )
+        if name in self.env.failed_imports:
+            return ERR_VAL  # its `use` is reported (K0209, K0210)
         assert self.frame is not None
-        cands = self.frame.visible_names() | set(self.env.consts)
+        cands = self.frame.visible_names() | set(self.env.const_names())
         return self.err(
             "K0201", e.span, f"cannot find `{name}` in this scope" + did_you_mean(name, cands)
         )
+
+    def inline_const(self, c: ConstDef, home: ModuleEnv) -> Val:
+        """A constant's value, its initializer lowered here (language.md §3.2): its names
+        are the constants of ``home``, the file that defines it, never a local variable
+        of this function. An imported constant's initializer is in another file: its
+        nodes get no span here, and its uses and types are not this file's."""
+        assert c.value is not None and c.type is not None
+        if home is self.env:
+            saved = self.frame
+            self.frame = Frame(None, [])
+            try:
+                return self.expr(c.value, c.type)
+            finally:
+                self.frame = saved
+        saved_env, saved_frame, saved_types = self.env, self.frame, self.expr_types
+        n_uses, n_diags, self.foreign = len(self.uses), len(self.diags), self.foreign + 1
+        self.env, self.types.env, self.frame, self.expr_types = home, home, Frame(None, []), {}
+        try:
+            return self.expr(c.value, c.type)
+        finally:
+            self.env, self.types.env, self.frame = saved_env, saved_env, saved_frame
+            self.expr_types, self.foreign = saved_types, self.foreign - 1
+            del self.uses[n_uses:], self.diags[n_diags:]  # checked in its own file
 
     def e_PrefixExpr(self, e: ast.PrefixExpr, expected):
         op = e.op
@@ -1123,6 +1151,8 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     def e_StructLit(self, e: ast.StructLit, expected):
         name = e.name.text if e.name else ""
         t = self.env.structs.get(name)
+        if t is None and name in self.env.failed_imports:
+            return ERR_VAL  # its `use` is reported (K0209, K0210)
         if t is None:
             return self.err(
                 "K0203",

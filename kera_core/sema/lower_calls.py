@@ -121,6 +121,8 @@ class Calls:
             return self.swap_call(e)
         if name in BUILTINS:
             return self.builtin_call(e, name, expected)
+        if name in self.env.failed_imports:
+            return ERR_VAL  # its `use` is reported (K0209, K0210)
         cands = [*self.env.fns, *BUILTINS]
         return self.err(
             "K0205", callee.span, f"cannot find function `{name}`" + did_you_mean(name, cands)

@@ -841,6 +841,8 @@ def _lower_module(
         env.imported = imports.items
         env.modules = imports.modules
         env.structs.update(imports.structs)
+        env.imported_consts = imports.consts
+        env.failed_imports = imports.failed
     decl: list[Diagnostic] = []  # the structs' and constants' (sema/incremental.py keeps them)
     _collect_consts(env, decl, items, primitive=True)  # a struct's tensor field may use one
     _collect_structs(root, env, decl, items)

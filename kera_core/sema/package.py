@@ -6,13 +6,14 @@ on its own by :func:`~kera_core.sema.module.lower_module`, in its own coordinate
 diagnostics, caches), with the items it imports given to it already lowered: a call to an
 imported function names the callee's hash, exactly as a call within a file does, so a
 function's hash depends on what it calls and never on which file it is in or the name it
-is imported under.
+is imported under. An imported constant is inlined where it is used, as a constant of the
+file is (its initializer lowered with its own module's names), so it is no different.
 
 Files are lowered dependencies first. Modules that import each other (a cycle of
 modules, allowed when no function recursion arises) are lowered together until nothing
 changes: each pass sees the functions the previous one finished, so it takes as many
-passes as calls cross between them, plus one; recursion across files is reported here
-(K0315), recursion within a file by the file's own lowering.
+passes as calls cross between them, plus one; recursion and cycles of constants across
+files are reported here (K0315), those within a file by the file's own lowering.
 
 The package's graph holds every file's functions: a `pub` function under its own name (the
 package's interface: `kera run --entry`, the fingerprint), a private one under
@@ -30,7 +31,8 @@ from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.provenance import Provenance
 from kera_core.sema.borrow import check_ownership
-from kera_core.sema.env import Imported, Imports, did_you_mean, instance_name
+from kera_core.sema.consts import constant_digest
+from kera_core.sema.env import Imported, ImportedConst, Imports, did_you_mean, instance_name
 from kera_core.sema.module import LoweringCache, Module, lower_module
 from kera_core.source import Span
 from kera_core.syntax import ast
@@ -165,11 +167,15 @@ def resolve_uses(
     p: Parse,
     items: dict[str, dict[str, Declared]],
     paths: dict[str, str],
-) -> tuple[list[Request], list[Diagnostic]]:
+) -> tuple[list[Request], list[Diagnostic], frozenset[str]]:
     """The `use` declarations of ``module``'s file, resolved against what every module
-    of the package defines (``items``: module -> name -> item); ``paths``: module -> file."""
+    of the package defines (``items``: module -> name -> item); ``paths``: module -> file.
+
+    Also the local names of the imports that failed (an unknown module or item): the
+    error is on the `use`, and a use of such a name is not reported again."""
     diags: list[Diagnostic] = []
     requests: list[Request] = []
+    failed: set[str] = set()
     local = items.get(module, {})
     seen: dict[str, Span] = {}
     for u in ast.SourceFile(p.tree).uses():
@@ -185,6 +191,7 @@ def resolve_uses(
             continue
         target = items.get(name)
         if target is None:
+            failed.update(t.local.text for t in u.trees if t.local is not None and t.local.text)
             others = [m for m in items if m != module]
             known = ", ".join(f"`{m}`" for m in sorted(others))
             where = (
@@ -208,6 +215,7 @@ def resolve_uses(
                 continue
             item = target.get(ref.text)
             if item is None:
+                failed.add(where.text)
                 pubs = [d.name for d in target.values() if d.is_pub]
                 diags.append(
                     error(
@@ -228,16 +236,6 @@ def resolve_uses(
                     )
                 )
                 # still imported: its uses here resolve, so this is the one error about it
-            if item.kind == "const":
-                diags.append(
-                    error(
-                        "K0210",
-                        ref.span,
-                        f"constant `{ref.text}` of module `{name}` cannot be imported: a `use` "
-                        "brings in functions and structs; repeat the constant here",
-                    )
-                )
-                continue
             alias = where.text
             if alias in seen:
                 diags.append(
@@ -263,7 +261,8 @@ def resolve_uses(
                 )
                 continue
             requests.append(Request(name, item, alias, where.span, ref.span))
-    return requests, diags
+    resolved = {r.local for r in requests} | set(local)
+    return requests, diags, frozenset(failed - resolved)
 
 
 def _exported_twice(
@@ -319,6 +318,11 @@ def imports_of(
         if r.item.kind == "struct":
             if name in env.structs and name in env.struct_spans:
                 imp.structs[r.local] = env.structs[name]
+            continue
+        if r.item.kind == "const":
+            c = env.consts.get(name)
+            if c is not None and env.origin("const", name) is None:
+                imp.consts[r.local] = ImportedConst(name, c, env, constant_digest(env, name))
             continue
         sig = env.fns.get(name)
         if sig is None or not env.is_local(name):
@@ -390,9 +394,10 @@ def _state(m: Module) -> tuple:
         (n, str(c.value.syntax) if c.value is not None else "", c.type.hash if c.type else b"")
         for n, c in sorted(env.consts.items())
     )
+    imported = tuple((n, env.imported_consts[n].digest) for n in sorted(env.imported_consts))
     sigs = tuple((n, env.fns[n].type.hash) for n in sorted(env.fns))
     fns = m.graph.functions
-    return (structs, consts, sigs, tuple(sorted((n, f.hash) for n, f in fns.items())))
+    return (structs, consts, imported, sigs, tuple(sorted((n, f.hash) for n, f in fns.items())))
 
 
 def analyze_package(
@@ -412,8 +417,9 @@ def analyze_package(
     items = {m: declared(p) for m, p in parsed.items()}
     requests: dict[str, list[Request]] = {}
     use_diags: dict[str, list[Diagnostic]] = {}
+    failed: dict[str, frozenset[str]] = {}
     for u in units:
-        requests[u.module], use_diags[u.module] = resolve_uses(
+        requests[u.module], use_diags[u.module], failed[u.module] = resolve_uses(
             u.module, parsed[u.module], items, paths
         )
     _exported_twice(units, items, paths, use_diags)
@@ -429,6 +435,7 @@ def analyze_package(
         for _ in range(passes):
             for m in comp:
                 imports[m] = imports_of(requests[m], lowered, paths, exports)
+                imports[m].failed = failed[m]
                 cache = caches.setdefault(m, LoweringCache())
                 lowered[m] = lower_module(parsed[m], cache, imports=imports[m])
             now = {m: _state(lowered[m]) for m in comp}
@@ -436,6 +443,8 @@ def analyze_package(
                 break
             before = now
     cross = _cross_file_recursion(order, lowered, imports, paths)
+    for m, ds in _cross_file_constant_cycles(order, parsed, items, requests, paths).items():
+        cross.setdefault(m, []).extend(ds)
     results: dict[str, ModuleResult] = {}
     by_module = {u.module: u for u in units}
     for comp in components:
@@ -512,3 +521,58 @@ def _cross_file_recursion(
                         )
                     )
     return out
+
+
+def _cross_file_constant_cycles(
+    order: list[str],
+    parsed: dict[str, Parse],
+    items: dict[str, dict[str, Declared]],
+    requests: dict[str, list[Request]],
+    paths: dict[str, str],
+) -> dict[str, list[Diagnostic]]:
+    """K0315 on each reference that crosses files on a cycle of constants (a cycle within
+    one file is reported by its file, sema/consts.py): read off the syntax, since such
+    constants have no value to lower."""
+    refs: dict[tuple[str, str], list[tuple[tuple[str, str], Span]]] = {}
+    for m in order:
+        imported = {r.local: (r.module, r.item.name) for r in requests[m] if r.item.kind == "const"}
+        for it in ast.SourceFile(parsed[m].tree).items:
+            if not isinstance(it, ast.Const) or it.name is None or it.value is None:
+                continue
+            out = refs.setdefault((m, it.name.text), [])
+            for n in [it.value.syntax, *it.value.syntax.descendants()]:
+                if n.kind != K.PATH_EXPR:
+                    continue
+                ref = ast.PathExpr(n).name
+                name = ref.text if ref is not None else ""
+                local = items[m].get(name)
+                if local is not None and local.kind == "const":
+                    out.append(((m, name), ref.span))  # type: ignore[union-attr]
+                elif name in imported:
+                    out.append((imported[name], ref.span))  # type: ignore[union-attr]
+    keyed = {f"{a}\0{b}": (a, b) for a, b in refs}
+    edges = {k: {f"{x}\0{y}" for (x, y), _ in refs[v] if (x, y) in refs} for k, v in keyed.items()}
+    diags: dict[str, list[Diagnostic]] = {}
+    for comp in _components(list(keyed), edges):
+        members = {keyed[k] for k in comp}
+        if len({mod for mod, _ in members}) < 2:
+            continue
+        for user in sorted(members):
+            for used, span in refs[user]:
+                if used in members and used[0] != user[0]:
+                    diags.setdefault(user[0], []).append(
+                        error(
+                            "K0315",
+                            span,
+                            f"constant `{user[1]}` refers to itself through module "
+                            f"`{used[0]}`: `{used[1]}` there leads back to `{user[1]}`",
+                            related=(
+                                Related(
+                                    items[used[0]][used[1]].span,
+                                    f"`{used[1]}` is defined here",
+                                    paths[used[0]],
+                                ),
+                            ),
+                        )
+                    )
+    return diags
