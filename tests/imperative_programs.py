@@ -19,7 +19,8 @@ earlier functions (by `&` and `&mut`, a `&mut` parameter passed on by name), bor
 in variables (`let r = &mut y;` written and passed through while `y` goes unnamed,
 `let v = &y;` read), views of whole tensors in their place (`&mut y[..]`, `&y[0..N]`,
 `&mut y[..N]`) and one-element slices written (`y[i..i + 1] += v`), `swap` of two tensors (owned or `&mut`) or two scalars, early exits
-(`break`, `continue`, `return` inside loops), `while` conditions that read carried
+(`break`, `continue`, `return` inside loops), recursive helpers (one function, or two
+in a cycle, with an early `return` at depth 0 — sometimes past the depth limit), `while` conditions that read carried
 values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
 shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
 for `i32`, bitwise operators, shifts, `/` and `%`. Each nested block ends by adding what
@@ -730,14 +731,45 @@ def imperative_function(draw, t: str, index: int, earlier: list[dict]):
         env.tensors.append("w")
         env.ref_mut.append("w")
     body = [f"let mut acc: {t} = {_lit(t, 0)};"]
+    helpers = ""
+    if draw(st.integers(0, 5)) == 0:  # a recursive helper, its depth bounded by an argument
+        helpers, call = recursive_helper(draw, t, index)
+        body.append(f"acc = acc + {call};")
     body += g.block(env, draw(st.integers(2, 4)), observe=False)
     body += g.tail(env)
     ret = {"tensor": f"{t}[N]", "scalar": t, "struct": "S", "tuple": f"({t}, (i64, {t}))"}[g.ret]
     name = f"f{index}"
     vis = "pub " if index == 0 or draw(st.booleans()) else ""
-    text = "\n".join([f"{vis}fn {name}[N]({', '.join(params)}) -> {ret} {{", *_ind(body), "}"])
+    text = helpers + "\n".join(
+        [f"{vis}fn {name}[N]({', '.join(params)}) -> {ret} {{", *_ind(body), "}"]
+    )
     rounds = "ROUNDS" in text or any(f["rounds"] for f in earlier if f["name"] in text)
     return {"name": name, "ret": g.ret, "mut": mut, "text": text, "rounds": rounds}
+
+
+def recursive_helper(draw, t: str, index: int) -> tuple[str, str]:
+    """A function that calls itself (or two that call each other) ``d`` levels deep, with an
+    early `return` as the base case, reading the tensor it is lent by `&`: its text and a
+    call of it from ``f{index}``. ``d`` is small, or rarely past the depth limit (R0012,
+    docs/semantics.md §9) when ``N > 0``."""
+    depth = draw(st.sampled_from([0, 1, 2, 3, 6, 6, 1100]))
+    scale = _lit(t, draw(st.sampled_from([1.0, 2.0, 3.0])))
+    mutual = draw(st.booleans())
+    r, q = f"r{index}", f"q{index}"
+    other = q if mutual else r
+
+    def fn(name: str, callee: str) -> list[str]:
+        return [
+            f"fn {name}[N](x: &{t}[N], a: {t}, d: i64) -> {t} {{",
+            "    if d <= 0 || N == 0 {",
+            "        return a;",
+            "    }",
+            f"    x[d % N] * {scale} + {callee}(x, a, d - 1)",
+            "}",
+        ]
+
+    lines = fn(r, other) + ([""] + fn(q, r) if mutual else [])
+    return "\n".join(lines) + "\n\n", f"{r}(x, a, {depth})"
 
 
 @st.composite

@@ -411,7 +411,7 @@ def test_bad_function_exported_flag_and_hash() -> None:
     r = Reader(bytes(fns))
     r.uvar()
     r.uvar(), r.uvar(), r.uvar()  # name, type, region
-    fns[r.pos] = 2  # exported flag
+    fns[r.pos] = 4  # flags (bit 0 exported, bit 1 a recursive member): nothing above 3
     assert kind_of(replace(SAXPY, Section.FUNCTIONS, bytes(fns))) == "bad-function"
 
 

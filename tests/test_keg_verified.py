@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kera_core.analysis import analyze
+from kera_core.ir.cycles import component_hash
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.types import FnType, Prim, Tensor
@@ -58,7 +59,15 @@ def reseal(g: Graph, old: bytes, new: Node) -> Graph:
                 changed = True
     for name, f in fns.items():
         if f.region in rmap:
-            fns[name] = Function(f.name, f.type, rmap[f.region], f.exported, f.outputs)
+            fns[name] = Function(
+                f.name, f.type, rmap[f.region], f.exported, f.outputs, f.component, f.index
+            )
+    # a recursive component is rehashed from its members' new bodies (docs/graph.md)
+    for comp in {f.component for f in fns.values() if f.component is not None}:
+        members = sorted((f for f in fns.values() if f.component == comp), key=lambda f: f.index)
+        ch = component_hash([f.body_hash for f in members])
+        for f in members:
+            fns[f.name] = Function(f.name, f.type, f.region, f.exported, f.outputs, ch, f.index)
     out = Graph()
     out.nodes, out.regions, out.functions = nodes, regions, fns
     return out

@@ -62,6 +62,7 @@ CODES: dict[str, str] = {
     "K0319": "type parameter not bound by the parameters",
     "K0320": "pattern does not match the value",
     "K0321": "invalid dimension expression",
+    "K0322": "recursion through a generic function",
     "K0323": "tensor not allowed in a struct or tuple",
     "K0326": "only a tensor can be sliced",
     "K0327": "invalid slice bound",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kera_core.ide import builtins as B
 from kera_core.ide.common import Local, local_at_def, local_type, symbol_at, token_at, usable
+from kera_core.ir.cycles import RECURSION_LIMIT
 from kera_core.ir.types import BOUNDS, Ref, Tensor, Type
 from kera_core.sema.env import FnSig
 from kera_core.source import Span
@@ -107,8 +108,25 @@ def _fn_hover(doc: Document | None, a: Analysis, sig: FnSig) -> str:
     elif sig.is_generic:
         parts.append(_instance_lines(a, sig))
     else:
+        if a.module is not None and sig.name in a.module.recursive:
+            parts.append(_recursion_line(a, sig.name))
         parts.append(_fingerprint_lines(doc, a, sig.name))
     return "\n\n".join(parts)
+
+
+def _recursion_line(a: Analysis, name: str) -> str:
+    """What a recursive function's hover says of its cycle (graph.md, "Recursion")."""
+    assert a.module is not None
+    fns = a.module.graph.functions
+    f = fns.get(name)
+    others = sorted(
+        g.name for g in fns.values() if f is not None and g.component == f.component and g is not f
+    )
+    cycle = f" (hashed with {', '.join(f'`{n}`' for n in others)})" if others else ""
+    return (
+        f"recursive{cycle}: at most {RECURSION_LIMIT} nested calls of its cycle, "
+        "R0012 beyond; ptx and verilog refuse it"
+    )
 
 
 def _instance_lines(a: Analysis, sig: FnSig) -> str:

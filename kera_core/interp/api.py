@@ -24,6 +24,7 @@ from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function
 from kera_core.ir.types import Ref, Type, dim_names_for_display, strip_ref
 from kera_core.source import encode
+from kera_core.stack import deep_recursion
 
 
 @dataclass
@@ -168,8 +169,10 @@ def run_function(
     tee = _Tee(stdout)
     m = Machine(g, stdout=tee, max_steps=max_steps)
     m.check_dims(fn, bound)
-    with np.errstate(all="ignore"):
-        ys = m.run_region(fn.region, args, Ctx(bound, fn))
+    # the entry call is depth 1 of a recursive component; each nested Kera call costs a
+    # few Python frames (docs/semantics.md §9: RECURSION_LIMIT calls fit in deep_recursion)
+    with np.errstate(all="ignore"), deep_recursion():
+        ys = m.run_region(fn.region, args, Ctx(bound, fn, 1 if fn.component else 0))
     if fn.type.effects:
         ys = ys[1:]
     outs: list[Output] = []

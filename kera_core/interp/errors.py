@@ -10,6 +10,7 @@ CODES: dict[str, str] = {
     "R0004": "reduction of an empty tensor",
     "R0007": "step limit reached",
     "R0011": "range step not positive",
+    "R0012": "recursion too deep",
     # the caller gave bad arguments (never a property of the program)
     "R0005": "bad input value",
     "R0006": "missing dimension",

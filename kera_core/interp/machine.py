@@ -26,6 +26,7 @@ from kera_core.interp import printing
 from kera_core.interp.errors import InterpError
 from kera_core.interp.ops_impl import HANDLERS, check_indices, slice_region
 from kera_core.interp.values import TOKEN, bind_all, concrete_shape
+from kera_core.ir.cycles import RECURSION_LIMIT, resolve
 from kera_core.ir.dims import check_exprs, exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region
@@ -76,6 +77,7 @@ class Ctx:
 
     dims: dict[int, int]
     fn: Function
+    depth: int = 0  # calls of ``fn``'s recursive component in progress (ir/cycles.py)
 
 
 @dataclass
@@ -233,7 +235,8 @@ class Machine:
         if op == "while":
             return self._while(node, vals, ctx)
         if op == "call":
-            return tuple(self.call(self.by_hash[node.attr("callee")], vals, node, ctx))
+            callee = self.by_hash[resolve(node.attr("callee"), ctx.fn)]
+            return tuple(self.call(callee, vals, node, ctx))
         if op == "print":
             self._print(node, vals[1:])
             return (TOKEN,)
@@ -302,8 +305,19 @@ class Machine:
             raise InterpError(
                 "R0006", f"`{fn.name}` has dimensions its arguments do not determine", where
             )
+        depth = 0
+        if fn.component is not None:  # semantics.md §9: R0012 past RECURSION_LIMIT
+            inside = ctx is not None and ctx.fn.component == fn.component
+            depth = ctx.depth + 1 if inside else 1
+            if depth > RECURSION_LIMIT:
+                raise InterpError(
+                    "R0012",
+                    f"a call of `{fn.name}` would be call {RECURSION_LIMIT + 1} of its"
+                    f" recursive cycle in progress at once (the limit is {RECURSION_LIMIT})",
+                    where,
+                )
         self.check_dims(fn, dims, where)
-        return self.run_region(fn.region, list(args), Ctx(dims, fn))
+        return self.run_region(fn.region, list(args), Ctx(dims, fn, depth))
 
     def check_dims(self, fn: Function, dims: dict[int, int], where: bytes | None = None) -> None:
         """On entering ``fn``: every dimension expression in its types must be a size under

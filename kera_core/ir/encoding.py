@@ -20,6 +20,7 @@ DOMAINS = {
     "region": b"kera/region/v1\x00",
     "fn": b"kera/fn/v1\x00",
     "graph": b"kera/graph/v1\x00",
+    "component": b"kera/component/v1\x00",
 }
 
 

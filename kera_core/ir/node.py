@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kera_core.ir.cycles import body_hash, member_hash
 from kera_core.ir.encoding import (
     BYTE,
     SCHEMA_VERSION,
     Writer,
-    digest,
     record_digest,
     str_bytes,
     uvar_bytes,
@@ -139,9 +139,12 @@ class Function:
     ``outputs`` lists what the region yields after the effect token (if any): the
     declared result unless it is `()`, then the final value of every `&mut`
     parameter, in parameter order.
+
+    A member of a recursive component (ir/cycles.py) has ``component`` (the component's
+    hash) and ``index`` (its position in it); its hash is made from those two.
     """
 
-    __slots__ = ("name", "type", "region", "exported", "outputs", "hash")
+    __slots__ = ("name", "type", "region", "exported", "outputs", "hash", "component", "index")
 
     def __init__(
         self,
@@ -150,10 +153,23 @@ class Function:
         region: bytes,
         exported: bool,
         outputs: tuple[tuple[str, int], ...],
+        component: bytes | None = None,
+        index: int = 0,
     ) -> None:
         self.name = name
         self.type = type
         self.region = region
         self.exported = exported
         self.outputs = outputs  # ("result", -1) or ("param", i)
-        self.hash = digest("fn", type.hash + region)
+        self.component = component
+        self.index = index
+        if component is None:
+            self.hash = body_hash(type.hash, region)
+        else:
+            self.hash = member_hash(component, index)
+
+    @property
+    def body_hash(self) -> bytes:
+        """The hash the function would have outside any component (what a component hash
+        covers for its members)."""
+        return body_hash(self.type.hash, self.region)

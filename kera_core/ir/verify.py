@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kera_core.ir import ops
+from kera_core.ir.cycles import calls_outside_members, component_errors, member_index, member_ref
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Node, Region
 from kera_core.ir.types import TOKEN, RangeType, Type, strip_ref
@@ -24,7 +25,7 @@ from kera_core.ir.types import TOKEN, RangeType, Type, strip_ref
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # hash | dangling | cycle | open-region | type | region-signature | signature
+    kind: str  # hash | dangling | cycle | open-region | type | region-signature | signature | component
     node: bytes | None
     message: str
 
@@ -48,6 +49,14 @@ def verify(g: Graph) -> list[Violation]:
             out.append(Violation("hash", None, f"region {h.hex()[:10]} does not rehash to its key"))
     seen: set[bytes] = set()  # regions shared between functions are checked once
     fn_hashes = {f.hash for f in g.functions.values()}
+    # a call inside a recursive component names a member by position (ir/cycles.py)
+    sizes = [f.index + 1 for f in g.functions.values() if f.component is not None]
+    fn_hashes |= {member_ref(j) for j in range(max(sizes, default=0))}
+    for msg in component_errors(g):
+        out.append(Violation("component", None, msg))
+    for h in sorted(calls_outside_members(g)):
+        if member_index(g.nodes[h].attr("callee")) is not None:
+            out.append(Violation("dangling", h, "a member reference outside a recursive component"))
     for f in g.functions.values():
         if f.region not in g.regions:
             out.append(Violation("dangling", None, f"function `{f.name}` has no region"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from kera_core.ir.cycles import member_index
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Value
 from kera_core.ir.provenance import Provenance
@@ -26,7 +27,8 @@ def _val(v: Value) -> str:
 
 def _attr(v) -> str:
     if isinstance(v, bytes):
-        return short(v)
+        j = member_index(v)  # a call inside a recursive component (graph.md "Recursion")
+        return short(v) if j is None else f"member#{j}"
     if isinstance(v, Type):
         return str(v)
     if isinstance(v, tuple):
@@ -66,6 +68,8 @@ def function_text(g: Graph, f: Function, prov: Provenance | None = None) -> str:
     with dim_names_for_display(dims):
         vis = "pub " if f.exported else ""
         head = f"{vis}fn {f.name}: {f.type.display(dims)}  fn:{short(f.hash)}"
+        if f.component is not None:
+            head += f"  component:{short(f.component)}#{f.index}"
         out = [head]
         _region(g, f.region, 1, out, "body")
     return "\n".join(out)
@@ -115,6 +119,11 @@ def graph_json(g: Graph, prov: Provenance | None = None, fn: str | None = None) 
                 "hash": "sha3-256:" + f.hash.hex(),
                 "type": str(f.type),
                 "region": f.region.hex(),
+                **(
+                    {"component": f.component.hex(), "index": f.index}
+                    if f.component is not None
+                    else {}
+                ),
             }
             for f in fns
         ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from kera_core.ir.cycles import calls_outside_members, component_errors, member_index
 from kera_core.ir.encoding import SCHEMA_VERSION
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -423,7 +424,17 @@ class _Decoder:
                 )
             r = c.index("region", len(self.region_raw))
             roots.append(r)
-            exported = c.flag(f"`{name}`'s exported flag", "bad-function")
+            flags_at = c.pos
+            flags = c.u8()
+            if flags > 3:
+                raise c.fail(
+                    "bad-function", f"`{name}`'s flags must be 0..3, not {flags}", flags_at
+                )
+            exported = bool(flags & 1)
+            component, index = None, 0
+            if flags & 2:  # a member of a recursive component (ir/cycles.py)
+                component = c.raw(HASH_SIZE)
+                index = c.uvar()
             outputs_at = c.pos
             outputs = tuple(
                 (self._string(c), c.svar()) for _ in range(c.count("outputs", MIN_OUTPUT))
@@ -437,7 +448,7 @@ class _Decoder:
                 )
             hash_at = c.pos
             stored = c.raw(HASH_SIZE)
-            f = Function(name, ftype, self.region_hashes[r], exported, outputs)  # type: ignore[arg-type]
+            f = Function(name, ftype, self.region_hashes[r], exported, outputs, component, index)  # type: ignore[arg-type]
             if f.hash != stored:
                 raise c.fail(
                     "hash-mismatch",
@@ -449,10 +460,18 @@ class _Decoder:
         return roots
 
     def _check_callees(self) -> None:
-        """A call names its callee by function hash; that function must be in the file."""
+        """A call names its callee by function hash; that function must be in the file —
+        or, inside a recursive component, a member of the caller's component by position
+        (docs/graph.md "Recursion"), and every component must hash to its members."""
         fns = {f.hash for f in self.graph.functions.values()}
+        for msg in component_errors(self.graph):
+            raise KegError("hash-mismatch", f"functions section: {msg}", None)
+        outside = calls_outside_members(self.graph)
         for k, h in enumerate(self.node_hashes):
             node = self.graph.nodes[h]
+            ref = node.op == "call" and member_index(node.attr("callee")) is not None
+            if ref and h not in outside:
+                continue
             if node.op == "call" and node.attr("callee") not in fns:
                 raise KegError(
                     "bad-callee",

@@ -218,7 +218,12 @@ def write_keg(graph: Graph, provenance: Provenance | None = None) -> bytes:
         fn_w.uvar(tables.s(name))
         fn_w.uvar(tables.t(f.type))
         fn_w.uvar(region_index[f.region])
-        fn_w.u8(1 if f.exported else 0)
+        # bit 0: exported; bit 1: a member of a recursive component, whose hash and the
+        # member's index follow (docs/keg.md)
+        fn_w.u8((1 if f.exported else 0) | (2 if f.component is not None else 0))
+        if f.component is not None:
+            fn_w.raw(f.component)
+            fn_w.uvar(f.index)
         fn_w.uvar(len(f.outputs))
         for kind, index in f.outputs:
             fn_w.uvar(tables.s(kind))

@@ -237,6 +237,9 @@ class LFunction:
     # DimSize (`N + 1`: computed from the dimensions); Vars: ()
     result_shapes: list
     exported: bool = False
+    # the recursive component (ir/cycles.py) of the graph function it lowers, if any: a
+    # native backend bounds the stack its nested calls can take (native/abi.py)
+    component: bytes | None = None
 
     def sizes(self, shape: tuple, bound) -> tuple[int, ...]:
         """A result shape's sizes for bound dimensions ``bound`` (index -> size). A

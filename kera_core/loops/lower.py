@@ -32,6 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kera_core.ir import ops
+from kera_core.ir.cycles import RECURSION_LIMIT, resolve
 from kera_core.ir.dims import at_path, binding_plan, exprs_of_function
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
@@ -191,17 +192,26 @@ class _Lowerer:
         self.by_hash = {f.hash: f for f in graph.functions.values()}
         self.busy: set[str] = set()
 
-    def function(self, fn: Function) -> LFunction:
-        done = self.prog.functions.get(fn.name)
-        if done is not None:
+    def function(self, fn: Function, nested: bool = False) -> LFunction | None:
+        """Lower ``fn`` (once). A member of a recursive component has two loop functions
+        (docs/lowering.md "Recursion"): ``name``, entered from outside the component at
+        depth 1, and ``name@rec`` (``nested``), called from inside the component with the
+        depth as its last parameter. A function being lowered gives None: a call needs only
+        its callee's signature."""
+        name = rec_name(fn.name) if nested else fn.name
+        done = self.prog.functions.get(name)
+        if done is not None or name in self.busy:
             return done
-        if fn.name in self.busy:
-            raise NotLowered(f"`{fn.name}` is recursive")
-        self.busy.add(fn.name)
-        lf = _FnLowering(self, fn).run()
-        self.prog.functions[fn.name] = lf
-        self.busy.discard(fn.name)
+        self.busy.add(name)
+        lf = _FnLowering(self, fn, nested).run()
+        self.prog.functions[name] = lf
+        self.busy.discard(name)
         return lf
+
+
+def rec_name(name: str) -> str:
+    """The loop function a recursive component's member is called by from inside it."""
+    return f"{name}@rec"
 
 
 @dataclass
@@ -283,12 +293,15 @@ def rebuild(template, flat: list):
 
 
 class _FnLowering:
-    def __init__(self, owner: _Lowerer, fn: Function) -> None:
+    def __init__(self, owner: _Lowerer, fn: Function, nested: bool = False) -> None:
         self.owner = owner
         self.graph = owner.graph
         self.fn = fn
+        self.nested = nested
         self.e = Emitter(owner.counter, owner.prog.origins, owner.target)
         self.dims = [self.e.var("i64", f"d{i}") for i in range(fn.type.n_dims)]
+        # the calls of its recursive component in progress, this one included (ir/cycles.py)
+        self.depth = self.e.var("i64", "depth") if fn.component is not None else None
         self.frames: list[_Frame] = []
         # inside a loop the optimizer marked `lanes` every index is proven in bounds
         # (docs/optimizer.md): no R0001 check can fail there, so none is emitted
@@ -361,6 +374,8 @@ class _FnLowering:
         dim_stmts = self.entry_dims()
         effects = bool(fn.type.effects)
         params = [self.param_value(t, f"p{i}") for i, t in enumerate(fn.type.params)]
+        if self.depth is not None and not self.nested:  # entered from outside: depth 1
+            self.e.assign(self.depth, imm("i64", 1))
         args = ([None] if effects else []) + params
         frame = _Frame()
         for v in args:
@@ -402,8 +417,26 @@ class _FnLowering:
                 self.e.assign(n, acc)
             pro += blk
         flat_params = [[x.buf if isinstance(x, TVal) else x for x in leaves(p)] for p in params]
+        if self.nested:
+            flat_params.append([self.depth])
+            return LFunction(
+                rec_name(fn.name),
+                self.dims,
+                flat_params,
+                dim_stmts + pro + body,
+                results,
+                shapes,
+                component=fn.component,
+            )
         return LFunction(
-            fn.name, self.dims, flat_params, dim_stmts + pro + body, results, shapes, fn.exported
+            fn.name,
+            self.dims,
+            flat_params,
+            dim_stmts + pro + body,
+            results,
+            shapes,
+            fn.exported,
+            fn.component,
         )
 
     def as_result(self, y, frame: _Frame, written: set):
@@ -1793,8 +1826,9 @@ class _FnLowering:
     def call(self, n: Node, ins: list, dying: list) -> list:
         e = self.e
         frame = self.frames[-1]
-        callee = self.owner.by_hash[n.attr("callee")]
-        lf = self.owner.function(callee)
+        callee = self.owner.by_hash[resolve(n.attr("callee"), self.fn)]
+        nested = callee.component is not None and callee.component == self.fn.component
+        self.owner.function(callee, nested)
         effects = bool(callee.type.effects)
         args = ins[1:] if effects else ins
         dying = dying[1:] if effects else dying
@@ -1848,15 +1882,23 @@ class _FnLowering:
                         flat_args.append(view.buf)
                 else:
                     flat_args.append(leaf)
+        name = callee.name
+        if nested:  # one call deeper into the component: R0012 past the limit
+            assert self.depth is not None
+            deeper = e.op("add", self.depth, imm("i64", 1))
+            ok = e.op("le", deeper, imm("i64", RECURSION_LIMIT))
+            e.emit(Check(ok, "R0012", f"a call of `{name}` past the recursion limit", n.hash))
+            flat_args.append(deeper)
+            name = rec_name(name)
         results_flat = []
         outs = []
-        for (kind, i), group in zip(callee.outputs, lf.results, strict=True):
+        for (kind, i), group in zip(callee.outputs, self.output_leaves(callee), strict=True):
             t = callee.type.result if kind == "result" else callee.type.params[i]
             vals = []
             if kind == "param":
                 given = iter(mut_targets.get(i, []))
                 for x in group:
-                    if isinstance(x, Buf):
+                    if isinstance(x, _BufLeaf):
                         g = next(given)
                         vals.append(TVal(g.buf, g.shape, imm("i64", 0), g.elem, owned=True))
                         results_flat.append(g.buf)
@@ -1868,7 +1910,7 @@ class _FnLowering:
                 # the callee's result shapes, in the callee's dimensions as bound here
                 shape_src = self.result_shapes(t, dims, f"`{callee.name}`: its result", n.hash)
                 for x, shp in zip(group, shape_src, strict=True):
-                    if isinstance(x, Buf):
+                    if isinstance(x, _BufLeaf):
                         b = e.buf(x.elem, self.size(shp), x.space, "temp", "r")
                         frame.bufs[b.id] = b
                         vals.append(TVal(b, shp, imm("i64", 0), x.elem, owned=True))
@@ -1879,7 +1921,7 @@ class _FnLowering:
                         results_flat.append(v)
             template = self.template(strip_ref(t))
             outs.append(rebuild(template, vals) if isinstance(template, tuple) else vals[0])
-        e.emit(Call(callee.name, tuple(flat_args), tuple(results_flat)))
+        e.emit(Call(name, tuple(flat_args), tuple(results_flat)))
         for o in outs:
             for leaf in leaves(o):
                 if isinstance(leaf, TVal):
@@ -1889,6 +1931,16 @@ class _FnLowering:
                         frame.freeable.add(leaf.buf.id)
                     frame.bufs[leaf.buf.id] = leaf.buf
         return ([None] if effects else []) + outs
+
+    def output_leaves(self, callee: Function) -> list[list]:
+        """Per output of ``callee``, its flat leaves as the callee's loop function returns
+        them — a :class:`_BufLeaf` per tensor, a typed :class:`_VarLeaf` per scalar — from its
+        signature alone (a recursive callee may still be being lowered)."""
+        out = []
+        for kind, i in callee.outputs:
+            t = callee.type.result if kind == "result" else callee.type.params[i]
+            out.append(_type_leaves(strip_ref(t)))
+        return out
 
     def template(self, t: Type):
         if isinstance(t, Struct):
@@ -1948,6 +2000,29 @@ _NO_OTHER_ERROR = set(ELEMENTWISE_UNARY) | {
     "maximum",
     "param",
 }
+
+
+@dataclass(frozen=True)
+class _BufLeaf:
+    elem: str
+    space: str
+
+
+@dataclass(frozen=True)
+class _VarLeaf:
+    type: str
+
+
+def _type_leaves(t: Type) -> list:
+    """The flat loop-program leaves of a value of type ``t`` (structs field by field, as
+    `param_value` and `as_result` lay them out)."""
+    if isinstance(t, Prim):
+        return [_VarLeaf(t.name)]
+    if isinstance(t, Tensor):
+        return [_BufLeaf(t.elem.name, t.space)]
+    if isinstance(t, Struct):
+        return [x for _, ft in t.fields for x in _type_leaves(strip_ref(ft))]
+    raise NotLowered(f"a result of type {t}")
 
 
 class _Rows:

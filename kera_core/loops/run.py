@@ -14,6 +14,7 @@ from kera_core.ir.types import Struct, Tensor, strip_ref
 from kera_core.loops.interp import Interpreter
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
+from kera_core.stack import deep_recursion
 
 
 def flatten_value(t, v, out: list) -> None:
@@ -69,7 +70,7 @@ def run_function(
         flat += [x.reshape(-1) if isinstance(x, np.ndarray) else x for x in leaves]
     tee = _Tee(stdout)
     machine = Interpreter(prog, stdout=tee, max_steps=max_steps)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), deep_recursion():  # nested calls of recursive functions
         outs = machine.call(prog.functions[fn_name], flat)
     it = iter(outs)
     results: list[Output] = []

@@ -32,6 +32,7 @@ ERROR_NUMBERS = {
     "R0007": 7,
     "R0009": 9,
     "R0011": 11,
+    "R0012": 12,
 }
 CODE_NAMES = {v: k for k, v in ERROR_NUMBERS.items()}
 

@@ -274,3 +274,30 @@ def plan_frame(
         record_offset=size - rec_bytes if record else None,
         realign=realign if align > conv.stack_align else 0,
     )
+
+
+RECURSION_STACK = 3 << 20
+"""The native stack (bytes) the nested calls of recursive functions may take: x86-64 runs on
+the host thread's stack (8 MiB), the arm64 emulator maps 4 MiB (docs/native.md)."""
+
+
+def check_recursion_stack(prog, frames: dict[str, int]) -> None:
+    """Refuse (:class:`VCodeError`) a program whose recursive functions could overflow the
+    native stack before the checked depth limit stops them: each recursive component can be
+    ``RECURSION_LIMIT`` calls deep, each call taking at most its largest member's frame
+    (``frames``: bytes per loop function, its return address included), and a chain of
+    calls passes through each component at most once (the components form a DAG)."""
+    from kera_core.ir.cycles import RECURSION_LIMIT
+    from kera_core.native.vcode import VCodeError
+
+    worst: dict[bytes, int] = {}
+    for name, lf in prog.functions.items():
+        if lf.component is not None:
+            worst[lf.component] = max(worst.get(lf.component, 0), frames[name])
+    need = RECURSION_LIMIT * sum(worst.values())
+    if need > RECURSION_STACK:
+        raise VCodeError(
+            f"recursion: {RECURSION_LIMIT} nested calls of frames up to "
+            f"{max(worst.values())} bytes need {need} bytes of stack, more than the "
+            f"{RECURSION_STACK} a native run has"
+        )

@@ -92,7 +92,8 @@ class Inline(RegionPass):
         if n.op != "call":
             return None
         f = self.an.fns.get(n.attr("callee"))
-        if f is None or f.exported or self.size(f) > self.max_nodes:
+        if f is None or f.exported or f.component is not None or self.size(f) > self.max_nodes:
+            # (a recursive function's body names its component's members by position)
             return None
         args = n.inputs[1:] if f.type.effects else n.inputs
         binding: dict[int, Dim] = {}

@@ -22,8 +22,10 @@ parameters dropped, reordered or merged, and yields dropped — positional renum
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
+from kera_core.ir.cycles import component_hash
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.types import Dim, Sym, Type, substitute
@@ -63,9 +65,27 @@ class RegionPass:
         self.fnmap: dict[bytes, bytes] = {}
         self.start(g)
         new: dict[str, Function] = {}
+        # a recursive component is rehashed once all its members are rebuilt (in their
+        # index order, docs/optimizer.md), before any function outside it that calls it
+        members: dict[bytes, list[tuple[Function, Function]]] = {}
+        size = Counter(f.component for f in g.functions.values() if f.component is not None)
+        # (functions of equal text are one member under two names: one body per index)
         for f in callee_first(g, self.an):
             rh = self.region(f.region, ())
             nf = Function(f.name, f.type, rh, f.exported, f.outputs)
+            if f.component is not None:
+                done = members.setdefault(f.component, [])
+                done.append((f, nf))
+                if len(done) < size[f.component]:
+                    continue
+                done.sort(key=lambda p: p[0].index)
+                ch = component_hash(list({old.index: b.hash for old, b in done}.values()))
+                for old, b in done:
+                    nf = Function(b.name, b.type, b.region, b.exported, b.outputs, ch, old.index)
+                    self.fnmap[old.hash] = nf.hash
+                    self.an.add_function(nf)
+                    new[nf.name] = nf
+                continue
             self.fnmap[f.hash] = nf.hash
             self.an.add_function(nf)
             new[f.name] = nf
@@ -354,6 +374,8 @@ def callee_first(g: Graph, an: Analysis | None = None) -> list[Function]:
                     continue
                 state[f.name] = 1
                 pending = callees_of(g, an, f)
+                if f.component is not None:  # its component's members, named by position
+                    pending += [m.hash for m in g.functions.values() if m.component == f.component]
             if pending:
                 c = pending.pop()
                 stack.append((f, pending))

@@ -35,11 +35,12 @@ those of the functions that depend on it, replaced; nothing is done per other fu
   function in the lowering cache) and adopts its graph, functions and environment.
 
 A generic function's body edit lowers each of its instances again and merges their
-diagnostics; a later definition of a name (not lowered) only moves its K0202. Anything
+diagnostics; an edit inside a member of a recursive component (lowered and hashed with its
+component, docs/graph.md "Recursion") takes the full path; a later definition of a name (not lowered) only moves its K0202. Anything
 else — an item added, removed or renamed, a function leaving or joining ``env.fns`` (its
 signature no longer resolves), a struct that stops resolving, a generic function's
-signature changed or a generic function among the dependants, a function in a call cycle
-among them, the call list changed, another item's diagnostic pointing into the edited one
+signature changed or a generic function among the dependants, a member of a recursive
+component among them, the call list changed, another item's diagnostic pointing into the edited one
 — returns None and the caller runs the full ``lower_module`` (which, with per-function
 keys, still lowers only what depends on the change). The items are told apart by green-node identity (after a full
 reparse, which makes new nodes, by structural equality). The result is equal to a
@@ -558,6 +559,8 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
             return None
     elif named[0] != name:
         return None
+    if name in prev.recursive:  # its component is lowered and hashed as one unit
+        return None
 
     env = prev.env
     fns_base = dict(st.fns)
@@ -911,11 +914,13 @@ def _patched(
     functions = Placed(functions_base, _lowering_at(layout, new_env))
     lowered = Placed(lowered_base, _lowering_at(layout, new_env))
     module = Module(None, None, new_env, diags, functions, None, lowered)  # type: ignore[arg-type]
+    module.recursive = prev.recursive
 
     def finish():
         full = lower_module(parse, cache)
         module.functions, module.lowered, module.env = full.functions, full.lowered, full.env
         module.incremental, module.made_from = None, full.made_from  # (rebuilt when needed)
+        module.recursive = full.recursive
         return full.graph, full.provenance
 
     module._finish = finish
@@ -949,6 +954,8 @@ def _lower_again(
     functions, lowered, redone, units = tables
     while todo:
         u = todo.pop(0)
+        if u in prev.recursive:
+            return False  # a member of a recursive component: lowered with it
         j = st.fns[u][0]
         sig = sigs[u] if u in sigs else env.fns[u]
         lf = _lower_unit(
@@ -1008,7 +1015,8 @@ def _lower_unit(
     final graph when they all have one (``stale`` names those that do not), else by shape
     (text, signatures in scope, which callees lowered) with stand-in callees, its graph
     completed when read. ``stale`` is updated."""
-    # (a callee in a call cycle was not lowered: it is not in the table, as for lower_module)
+    # (a callee that failed to lower has no function, as for lower_module; one in a recursive
+    # component has its final, component-derived hash)
     callee_fns = [lowered[c][1].function if c in lowered else None for c in called]
     present = tuple(f is not None for f in callee_fns)
     text = cache.memo(cache.texts, green, lambda: _text_digest(green, _utf8(str(green)), 0))

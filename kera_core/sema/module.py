@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from kera_core.cancel import Watch, check
 from kera_core.diagnostics import Diagnostic, Related, error, sort_key, warning
+from kera_core.ir.cycles import PLACEHOLDER, component_hash, member_ref
 from kera_core.ir.dims import binding_plan
 from kera_core.ir.encoding import Writer, digest
 from kera_core.ir.graph import Graph
@@ -156,6 +157,9 @@ class Module:
         self._finish = finish  # () -> (Graph, Provenance), replacing deferred functions
         # set by lower_module / sema.incremental: what the next edit's analysis starts from
         self.made_from: tuple | None = None
+        # the functions in recursive components (lowered and hashed together: an edit in
+        # one is never redone alone, sema/incremental.py)
+        self.recursive: frozenset[str] = frozenset()
         self.incremental = None  # sema.incremental.State, built when first needed
 
     @property
@@ -627,45 +631,126 @@ def _calls(sig: FnSig, env: ModuleEnv) -> list[tuple[str, object]]:
     return out
 
 
-def _order(env: ModuleEnv, diags: list[Diagnostic], callees: dict[str, list[str]]) -> list[str]:
-    """Callee-first order (source order among independents) of the functions ``callees``
-    has (this file's: an imported callee is lowered already); functions in cycles are
-    dropped."""
-    order: list[str] = []
-    state: dict[str, str] = {}
-    in_cycle: set[str] = set()
-    calls = {name: [(c, None) for c in callees[name]] for name in callees}
+def _components(env: ModuleEnv, callees: dict[str, list[str]]) -> list[list[str]]:
+    """The strongly connected components of the call graph of the functions ``callees``
+    has (this file's: an imported callee is lowered already), callees first (Tarjan; source
+    order among independents, so an acyclic file keeps its depth-first post-order), each
+    component's members in source order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for root in callees:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            name, i = work.pop()
+            if i == 0:
+                index[name] = low[name] = len(index)
+                stack.append(name)
+                on_stack.add(name)
+            todo = callees[name]
+            while i < len(todo):
+                c = todo[i]
+                i += 1
+                if c not in callees:
+                    continue  # an imported function
+                if c not in index:
+                    work.append((name, i))
+                    work.append((c, 0))
+                    break
+                if c in on_stack:
+                    low[name] = min(low[name], index[c])
+            else:
+                if low[name] == index[name]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        comp.append(m)
+                        if m == name:
+                            break
+                    out.append(sorted(comp, key=lambda n: env.fns[n].span.start))
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[name])
+    return out
 
-    def visit(name: str, path: list[str]) -> None:
-        st = state.get(name)
-        if st == "done" or name not in calls:
-            return
-        if st == "busy":
-            cycle = path[path.index(name) :] + [name]
-            in_cycle.update(cycle)
-            return
-        state[name] = "busy"
-        for callee, _ in calls[name]:
-            visit(callee, [*path, name])
-        state[name] = "done"
-        order.append(name)
 
-    for name in calls:
-        visit(name, [])
-    visit = None  # type: ignore[assignment]  # a self-referring closure: freed now
-    for name in sorted(in_cycle, key=lambda n: env.fns[n].span.start):
-        for callee, node in _calls(env.fns[name], env):
-            if callee in in_cycle:
-                diags.append(
-                    error(
-                        "K0315",
-                        node.span,
-                        f"recursion is not supported: `{name}` calls `{callee}`, which leads back"
-                        f" to `{name}` (a function's hash would contain itself)",
-                    )
-                )
-                break
-    return [n for n in order if n not in in_cycle]
+def _recursive(comp: list[str], callees: dict[str, list[str]]) -> bool:
+    return len(comp) > 1 or comp[0] in callees[comp[0]]
+
+
+def _generic_cycles(
+    env: ModuleEnv, diags: list[Diagnostic], comps: list[list[str]], callees: dict
+) -> set[str]:
+    """Members of recursive components that hold a generic function: K0322 at a call inside
+    the component, and the members are not lowered (an instance per type argument would
+    need a component per instance)."""
+    out: set[str] = set()
+    for comp in comps:
+        if not _recursive(comp, callees) or not any(env.fns[n].is_generic for n in comp):
+            continue
+        out.update(comp)
+        members = set(comp)
+        name = next(n for n in comp if env.fns[n].is_generic)
+        call = next((c for c in _calls(env.fns[name], env) if c[0] in members), None)
+        span = call[1].span if call is not None else env.fns[name].name_span  # type: ignore[attr-defined]
+        calls = f"calls `{call[0]}`, which leads back to `{name}`" if call else "is in a cycle"
+        diags.append(
+            error("K0322", span, f"a generic function cannot be recursive: `{name}` {calls}")
+        )
+    return out
+
+
+class _Callee:
+    """What lowering a caller reads of a callee it calls: its hash (for a call inside a
+    recursive component, a member reference or a placeholder, ir/cycles.py)."""
+
+    __slots__ = ("hash",)
+
+    def __init__(self, h: bytes) -> None:
+        self.hash = h
+
+
+def _lower_component(
+    env: ModuleEnv, comp: list[str], done: dict[str, Function]
+) -> dict[str, LoweredFn]:
+    """Lower the members of a recursive component and hash them as one unit (docs/graph.md
+    "Recursion"): the canonical order is by the members' hashes with every call inside the
+    component naming a placeholder, refined while it splits ties by the keys of the members
+    each one calls; ties that remain (interchangeable members) keep source order."""
+    sigs = {n: env.fns[n] for n in comp}
+
+    def lower_with(refs: dict[str, bytes]) -> dict[str, LoweredFn]:
+        scope = {**done, **{n: _Callee(h) for n, h in refs.items()}}
+        return {n: _lower_guarded(env, sigs[n], scope) for n in comp}  # type: ignore[arg-type]
+
+    first = lower_with(dict.fromkeys(comp, PLACEHOLDER))
+    if any(lf.function is None for lf in first.values()):  # no member can be hashed
+        return {n: dataclasses.replace(lf, function=None) for n, lf in first.items()}
+    keys = {n: first[n].function.hash for n in comp}  # type: ignore[union-attr]
+    for _ in range(len(comp)):
+        classes = len(set(keys.values()))
+        if classes == len(comp):
+            break
+        again = lower_with({n: digest("fn", b"member class" + keys[n]) for n in comp})
+        keys = {n: digest("fn", keys[n] + again[n].function.hash) for n in comp}  # type: ignore[union-attr]
+        if len(set(keys.values())) == classes:
+            break
+    order = sorted(comp, key=lambda n: (keys[n], sigs[n].span.start))
+    final = lower_with({n: member_ref(i) for i, n in enumerate(order)})
+    fns = [final[n].function for n in order]
+    if any(f is None for f in fns):  # (not reached: the same bodies lowered the first time)
+        return {n: dataclasses.replace(lf, function=None) for n, lf in final.items()}
+    ch = component_hash([f.hash for f in fns])  # type: ignore[union-attr]
+    out = {}
+    for i, (n, f) in enumerate(zip(order, fns, strict=True)):
+        g = Function(f.name, f.type, f.region, f.exported, f.outputs, ch, i)  # type: ignore[union-attr]
+        out[n] = dataclasses.replace(final[n], function=g)
+    return out
 
 
 def _text_digest(green, source: bytes | None = None, start: int = 0) -> bytes:
@@ -860,7 +945,16 @@ def _lower_module(
     callees = {
         name: [c for c in _callee_names(env.fns[name], cache) if c in env.fns] for name in local
     }
-    order = _order(env, diags, callees)
+    comps = _components(env, callees)
+    skipped = _generic_cycles(env, diags, comps, callees)
+    cyclic = {
+        n: comp
+        for comp in comps
+        if _recursive(comp, callees) and comp[0] not in skipped
+        for n in comp
+    }
+    order = [n for comp in comps for n in comp if n not in skipped]
+    defer = defer and not cyclic  # a component is lowered whole, never deferred
     # What is lowered: each function, or each instance of a generic one (callees first)
     units_of = {n: _instances_of(env, n) for n in order}
     units = [u for n in order for u in units_of[n]]
@@ -881,6 +975,10 @@ def _lower_module(
         for n, sig in ((n, env.fns[n]) for n in local)
     }
 
+    def texts_of(name: str) -> bytes:
+        g = env.fns[name].ast.syntax.green
+        return cache.memo(cache.texts, g, lambda: text_digest(g, env.fns[name].span.start))
+
     # functions whose graph is final: the imported ones to begin with
     done: dict[str, Function] = dict(imports.functions) if imports is not None else {}
     stand_ins: dict[str, _StandIn] = {}  # deferred callers that lowered cleanly
@@ -895,6 +993,16 @@ def _lower_module(
         check(watch, "lowering", k, len(units))
         sig = unit_sig[name]
         called = called_of[name] = sorted(set(unit_callees[name]))
+        if name in cyclic:  # a recursive component: its members lowered and hashed together
+            if name == cyclic[name][0]:
+                for m, lf in _lower_component(env, cyclic[name], done).items():
+                    cache.lowered += 1
+                    lf.shape = digest("fn", b"component member" + texts_of(m))
+                    lowered[m] = lf
+                    diags.extend(lf.diagnostics)
+                    if lf.function is not None:
+                        done[m] = lf.function
+            continue
         green = sig.ast.syntax.green
         text = texts[name] = _with_type_args(
             cache.memo(cache.texts, green, lambda g=green, s=sig: text_digest(g, s.span.start)),
@@ -995,6 +1103,7 @@ def _lower_module(
         module.made_from = (
             parse.tree, callees, called_of, deps, env_keys, frozenset(deferred), decl + checked
         )  # fmt: skip
+    module.recursive = frozenset(cyclic)
     return module
 
 

@@ -12,10 +12,16 @@ one line, `kera run --target ptx` reports it as a bad argument (exit 2), and
 from __future__ import annotations
 
 from kera_core.backends.ptx import compile as P
+from kera_core.ir.cycles import refusal
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
 from kera_core.targets import Artifact, register
 from kera_core.targets import run_module as _run_module
+
+NO_RECURSION = (
+    "the ptx target does not run recursion: "
+    "a thread's call stack is not sized for 1024 nested calls (docs/targets/ptx.md)"
+)  # why it refuses a function that reaches a recursive one (ir/cycles.py)
 
 
 class PtxTarget:
@@ -29,7 +35,7 @@ class PtxTarget:
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:
             return ["the ptx target compiles one function at a time (give `fn`)"]
-        return P.unsupported(graph, fn)
+        return refusal(graph, fn, NO_RECURSION) or P.unsupported(graph, fn)
 
     def _check(self, graph: Graph, fn: str | None) -> str:
         why = self.unsupported(graph, fn)

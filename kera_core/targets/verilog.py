@@ -13,12 +13,18 @@ the target saying why.
 from __future__ import annotations
 
 from kera_core.backends.verilog import compile as V
+from kera_core.ir.cycles import refusal
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
 from kera_core.targets import Artifact, register
 from kera_core.targets import run_module as _run_module
 
 STREAM_SEED = 0x5EED  # `kera run --stream`: the test bench's bubbles and back-pressure
+
+NO_RECURSION = (
+    "the verilog target has no call stack: "
+    "every call is inlined into one module"
+)  # why it refuses a function that reaches a recursive one (ir/cycles.py)
 
 
 class VerilogTarget:
@@ -38,7 +44,7 @@ class VerilogTarget:
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:
             return ["the verilog target compiles one function at a time (give `fn`)"]
-        return V.unsupported(graph, fn)
+        return refusal(graph, fn, NO_RECURSION) or V.unsupported(graph, fn)
 
     def _check(self, graph: Graph, fn: str | None) -> str:
         why = self.unsupported(graph, fn)

@@ -22,6 +22,7 @@ from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
 from kera_core.native import artifact
+from kera_core.native.abi import check_recursion_stack
 from kera_core.native.arm64.emit import assemble
 from kera_core.native.arm64.target import arm64_target
 from kera_core.native.artifact import ArtifactError as ArtifactError  # re-exported
@@ -41,13 +42,16 @@ class Compiled:
 def compile_program(prog: Program) -> Compiled:
     codes = []
     listings = {}
+    frames = {}
     target = arm64_target()
     for name, lf in prog.functions.items():
         sel = Selector(lf, prog)
         vfn = sel.select()
         asm = assemble(vfn, target, outgoing_args=sel.outgoing_bytes)
+        frames[name] = asm.frame.size  # (the return address is in the frame record)
         codes.append((name, asm.code))
         listings[name] = asm.disassemble()
+    check_recursion_stack(prog, frames)
     return Compiled(prog, codes, listings)
 
 

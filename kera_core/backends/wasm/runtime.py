@@ -40,6 +40,7 @@ from kera_core.loops.run_abi import cell, from_cell, result_of
 
 DEFAULT_FUEL = 20_000_000_000  # about 2.5–5 s of WebAssembly here (4–8·10⁹ fuel/s)
 DEFAULT_MEMORY = 1 << 30
+WASM_STACK = 2 << 20  # at most wasmtime's async stack size (2 MiB; not settable here)
 
 ERRORS = {
     1: ("R0001", "index out of bounds"),
@@ -48,6 +49,7 @@ ERRORS = {
     4: ("R0004", "reduction of an empty tensor"),
     9: ("R0009", "out of memory: the WebAssembly heap cannot grow further"),
     11: ("R0011", "the step of `step_by` is not positive"),
+    12: ("R0012", "recursion too deep"),
 }
 
 
@@ -60,6 +62,9 @@ class WasmRunError(InterpError):
 def _engine(fuel: bool) -> wasmtime.Engine:
     cfg = wasmtime.Config()
     cfg.consume_fuel = fuel
+    # room for RECURSION_LIMIT nested calls of large functions (wasmtime's default is
+    # 512 KiB; the host thread's native stack, 8 MiB here, holds it)
+    cfg.max_wasm_stack = WASM_STACK
     return wasmtime.Engine(cfg)
 
 

@@ -24,6 +24,7 @@ from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
 from kera_core.native import artifact, cpu
+from kera_core.native.abi import check_recursion_stack
 from kera_core.native.artifact import ArtifactError as ArtifactError  # re-exported
 from kera_core.native.vcode import VCodeError
 from kera_core.native.x86.emit import assemble
@@ -73,11 +74,13 @@ class Compiled:
 def compile_program(prog: Program, isa: Isa) -> Compiled:
     codes = []
     listings = {}
+    frames = {}
     target = x86_64_target()
     for name, lf in prog.functions.items():
         sel = Selector(lf, prog, isa)
         vfn = sel.select()
         asm = assemble(vfn, target, outgoing_args=sel.outgoing_bytes)
+        frames[name] = asm.frame.size + 8  # and the return address
         codes.append((name, asm.code))
         notes = {}
         last = None
@@ -88,6 +91,7 @@ def compile_program(prog: Program, isa: Isa) -> Compiled:
                 notes[at] = f"; {name} · node {o[0].hex()[:12]} `{o[1]}`"
                 last = o
         listings[name] = asm.disassemble(notes)
+    check_recursion_stack(prog, frames)
     return Compiled(prog, isa, codes, listings)
 
 
