@@ -1,7 +1,9 @@
 """Accuracy of Kera's elementary functions, as the ULP table in docs/semantics.md.
 
 binary32: exhaustive over all 2**32 inputs, against numpy's binary64 functions (whose own
-error, below one binary64 ulp, is 2**-29 binary32 ulps: invisible at the printed precision).
+error, below one binary64 ulp, is 2**-29 binary32 ulps: invisible at the printed precision);
+since semantics version 2 exp/log/tanh/sigmoid are correctly rounded, which
+scripts/cr32_sweep.py checks exactly (mpmath near every rounding boundary).
 binary64: sampled, against mpmath at 200 bits.
 
     .venv/bin/python scripts/ulp_table.py                 # everything (tens of minutes)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from kera_core.interp import elementary as E
-from kera_core.interp import fp
+from kera_core.interp import expolog32, fp
 
 NEAR = 16  # binary64 ulps around each binary32 rounding boundary that mpmath decides
 
@@ -36,6 +36,14 @@ NP = {
     "erfc": lambda x: np.frompyfunc(math.erfc, 1, 1)(x).astype(np.float64),
     "pow": np.power,
 }
+# §6.2–§6.5's binary32 functions (kera_core/interp/expolog32.py)
+CR32 = {
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: np.where(x >= 0, 1.0 / (1.0 + np.exp(-x)), np.exp(x) / (1.0 + np.exp(x))),
+}
+NP.update(CR32)
 
 
 def mp_value(name: str, *args: float):
@@ -87,6 +95,8 @@ def mp_value(name: str, *args: float):
         return mp.erf(x)
     if name == "erfc":
         return mp.erfc(x)
+    if name in CR32:
+        return _mp_cr32(name, x)
     raise KeyError(name)
 
 
@@ -128,6 +138,20 @@ def _mp_pow(args):
         v = mp.power(-x, y)
         return -v if int(y) % 2 else v
     return mp.power(x, y)
+
+
+def _mp_cr32(name: str, x):
+    import mpmath as mp
+
+    if name == "exp":
+        return mp.mpf(0) if x == -mp.inf else mp.exp(x)
+    if name == "log":
+        if x < 0:
+            return mp.nan
+        return -mp.inf if x == 0 else mp.log(x)
+    if mp.isinf(x):
+        return mp.sign(x) if name == "tanh" else mp.mpf(int(x > 0))
+    return mp.tanh(x) if name == "tanh" else 1 / (1 + mp.exp(-x))
 
 
 def round_mp(v, t: str) -> float:
@@ -172,7 +196,27 @@ def ulp_error(got: float, v, t: str) -> float:
 
 def _near_boundary32(y: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Where the binary64 value y is within NEAR binary64 ulps of a binary32 rounding boundary
-    (r = y rounded to binary32)."""
+    (r = y rounded to binary32).
+
+    Where |y| is in binary32's normal range [2^−126, 2^127) the boundaries are the midpoints,
+    whose low 29 fraction bits (below binary32's 23) are 2^28 in every binade: the distance
+    in binary64 ulps is that of y's low 29 bits from 2^28 (a binade's ends are binary32
+    values, 2^28 ulps from any midpoint). Elsewhere (subnormal results, the overflow
+    threshold, inf, NaN) :func:`_near_boundary32_any` measures it."""
+    a = np.abs(y)
+    with np.errstate(invalid="ignore"):
+        fast = (a >= 2.0**-126) & (a < 2.0**127)
+    out = np.zeros(y.shape, bool)
+    low = (y[fast].view(np.uint64) & np.uint64((1 << 29) - 1)).astype(np.int64)
+    out[fast] = np.abs(low - (1 << 28)) <= NEAR
+    rest = ~fast
+    if rest.any():
+        out[rest] = _near_boundary32_any(y[rest], r[rest])
+    return out
+
+
+def _near_boundary32_any(y: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """:func:`_near_boundary32` for any y: the distance to the midpoints on either side of r."""
     big = np.float64(2.0**128)
     with np.errstate(all="ignore"):
         rd = np.where(np.isinf(r), np.sign(y) * big, r.astype(np.float64))
@@ -184,14 +228,16 @@ def _near_boundary32(y: np.ndarray, r: np.ndarray) -> np.ndarray:
         return np.isfinite(y) & (dist <= NEAR * np.spacing(np.abs(y)))
 
 
-def check_f32(name: str, x: np.ndarray, y: np.ndarray | None = None):
-    """Run the interpreter's step list on binary32 x (and y) and compare with the correctly
-    rounded result. Returns (failures, decided): failures a list of (x, y, got, want) and
-    decided the number of inputs mpmath decided."""
+def check_f32(name: str, x: np.ndarray, y: np.ndarray | None = None, got=None):
+    """Run the interpreter's step list on binary32 x (and y) — or take its results ``got``
+    from elsewhere (scripts/cr32_sweep.py: a compiled kernel) — and compare with the
+    correctly rounded result. Returns (failures, decided): failures a list of (x, y, got,
+    want) and decided the number of inputs mpmath decided."""
     with np.errstate(all="ignore"):
         x64 = x.astype(np.float64)
         if y is None:
-            got = E.unary(name, x)
+            if got is None:
+                got = expolog32.unary(name, x) if name in CR32 else E.unary(name, x)
             ref = NP[name](x64)
         else:
             got = E.binary(name, x, y)

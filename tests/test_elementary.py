@@ -613,6 +613,8 @@ def steps(fn: str, t: str):
     x, y = e.var(t, "x"), e.var(t, "y")
     if fn in C.ELEMENTARY_BINARY:
         out = C.ELEMENTARY_BINARY[fn](e, x, y, t)
+    elif fn in C.UNARY:  # exp, log, tanh, sigmoid (tests/test_cr32.py)
+        out = C.UNARY[fn](e, x, t)
     else:
         out = C.ELEMENTARY_UNARY[fn](e, x, t)
     assert all(isinstance(s, Op) for s in e.stmts), "a straight-line step list"

@@ -16,6 +16,7 @@ import pytest
 
 from kera_core.analysis import analyze
 from kera_core.ir.encoding import SCHEMA_VERSION, Reader, Writer
+from kera_core.ir.semantics import SEMANTICS_VERSION
 from kera_core.keg import KINDS, KegError, read_keg, write_keg
 from kera_core.keg.format import Section
 
@@ -187,7 +188,7 @@ def test_truncated_header_table_and_section() -> None:
     assert kind_of(SAXPY[:-1]) == "truncated"
 
 
-@pytest.mark.parametrize("version", [0, 2, 0xFFFF])
+@pytest.mark.parametrize("version", [0, 3, 0xFFFF])
 def test_unknown_version(version: int) -> None:
     head, sections = split(SAXPY)
     assert kind_of(join(head, sections, version=version)) == "version"
@@ -195,8 +196,33 @@ def test_unknown_version(version: int) -> None:
 
 def test_flags_and_schema() -> None:
     head, sections = split(SAXPY)
-    assert kind_of(join(head, sections, flags=1)) == "flags"
+    # format 1: the u16 after the version was reserved flags
+    assert kind_of(join(head, sections, version=1, flags=1)) == "flags"
     assert kind_of(join(head, sections, schema=SCHEMA_VERSION + 1)) == "schema"
+
+
+def test_the_semantics_version() -> None:
+    """Format 2 records the semantics version (kera_core.ir.semantics) where format 1 had
+    reserved flags; format 1 means semantics version 1."""
+    head, sections = split(SAXPY)
+    assert (head["version"], head["flags"]) == (2, SEMANTICS_VERSION)
+    for bad in (0, SEMANTICS_VERSION + 1, 0xFFFF):
+        assert kind_of(join(head, sections, flags=bad)) == "semantics"
+    # saxpy uses no operation whose bits changed since version 1: a file written then (format
+    # 1, semantics 1) still reads, with the same fingerprint
+    old = read_keg(join(head, sections, version=1, flags=0))
+    assert old.fingerprint == read_keg(SAXPY).fingerprint
+    # f32 `exp` changed its bits in version 2: a version-1 file using it is refused, with the
+    # node, the operation and what to do
+    src = "pub fn f[N](x: &f32[N]) -> f32[N] { exp(x) + 1.0 }\n"
+    data = write_keg(analyze(src).module.graph)
+    head, sections = split(data)
+    with pytest.raises(KegError) as e:
+        read_keg(join(head, sections, version=1, flags=0))
+    assert e.value.kind == "semantics"
+    assert "`exp` on f32" in e.value.message and "semantics version 2" in e.value.message
+    assert "rebuild" in e.value.message
+    read_keg(data)  # as written: fine
 
 
 def test_unknown_missing_duplicate_and_unordered_sections() -> None:

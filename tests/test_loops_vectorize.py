@@ -142,3 +142,61 @@ def test_a_lane_index_used_as_a_value_keeps_the_loop_scalar() -> None:
     w = ir.Var(6, "f32")
     ok = ir.Loop(i, Imm("i64", 0), n, [ir.Load(w, x, i), ir.Store(out, i, w)], "lanes")
     assert plan(ok, {n.id}, WIDE) is not None
+
+
+# --- mixed widths: binary32 widened to binary64 and narrowed back ----------------------------
+
+_INT64 = frozenset(
+    f"{op}:{t}"
+    for t in ("i64", "u64")
+    for op in ("add", "sub", "and", "or", "shl", "shr", "select")
+) | {"eq:i64", "bitcast:f64>u64", "bitcast:u64>f64", "bitcast:f64>i64", "bitcast:i64>f64"}
+_CONVERTS = frozenset({"convert:f32>f64", "convert:f64>f32"})
+_MASKS = frozenset({"and:bool", "or:bool", "select:bool"})
+MIXED = VectorTarget(
+    width_bytes=16,
+    registers=22,
+    ops=OPS | {"neg", "abs", "lt", "gt", "ge", "le", "eq", "ne"},
+    int_ops=_INT64 | _CONVERTS | _MASKS,
+    narrow_lanes=True,
+)
+
+
+def test_binary32_exp_runs_in_binary64_lanes_where_the_target_holds_half_width_values() -> None:
+    """exp/log/tanh/sigmoid on f32 evaluate in binary64 (semantics.md §6.2–§6.5): on a target
+    with narrow lanes the plan's lanes are f64's, the f32 argument and result half-width; a
+    target without them (or without the conversions) keeps the loop scalar."""
+    for fn in ("exp", "log", "tanh", "sigmoid"):
+        src = f"pub fn f[N](x: &f32[N]) -> f32[N] {{ {fn}(x) }}"
+        (p,) = [p for p in plans(src, "f", MIXED) if p]
+        assert p.elem == "f64" and p.width == 2, fn
+        loads = [s for s in p.loop.body if isinstance(s, ir.Load)]
+        assert loads and all(p.half(s.dst) for s in loads), fn  # f32: the low half
+        ops = [s for s in p.loop.body if isinstance(s, ir.Op) and s.dst.id in p.varying]
+        assert any(s.op == "convert" and s.dst.type == "f64" for s in ops), fn
+        assert any(s.op == "convert" and s.dst.type == "f32" for s in ops), fn
+        # a mask is as wide as what it compared: binary64 full, the exceptions' binary32 half
+        masks = [s for s in ops if s.dst.type == "bool" and s.op not in ("and", "or")]
+        assert all(p.half(s.dst) == (s.args[0].type == "f32") for s in masks), fn
+        for target in (
+            VectorTarget(**{**MIXED.__dict__, "narrow_lanes": False}),
+            VectorTarget(**{**MIXED.__dict__, "int_ops": MIXED.int_ops - _CONVERTS}),
+        ):
+            assert not [p for p in plans(src, "f", target) if p], fn
+
+
+def test_a_mask_of_one_width_never_selects_values_of_another() -> None:
+    """A comparison of f64 values choosing between f32 values, or of f32 values choosing
+    between f64 values: the mask's lanes are not the values' — the loop stays scalar. A
+    comparison of f32 values choosing between f32 values in a binary64 loop is planned, its
+    mask half-width like the values."""
+    src = "pub fn f[N](x: &f32[N], y: &f64[N]) -> f32[N] { where(y > 0.0, x, x * 2.0) }"
+    assert not any(plans(src, "f", MIXED))
+    src = "pub fn f[N](x: &f32[N], y: &f64[N]) -> f64[N] { where(x > 0.0, y, x as f64) }"
+    assert not any(plans(src, "f", MIXED))
+    src = "pub fn f[N](x: &f32[N], y: &f64[N]) -> f64[N] { where(x > 0.0, x, -x) as f64 * y }"
+    (p,) = [p for p in plans(src, "f", MIXED) if p]
+    assert p.elem == "f64" and p.width == 2
+    (cmp,) = [s for s in p.loop.body if isinstance(s, ir.Op) and s.op == "gt"]
+    (sel,) = [s for s in p.loop.body if isinstance(s, ir.Op) and s.op == "select"]
+    assert p.half(cmp.dst) and p.half(sel.dst)

@@ -1,10 +1,11 @@
 """exp/log/tanh/sigmoid on the wasm target, lane-wise and scalar, bit for bit.
 
 The step lists come from the loop program (kera_core/loops/composite.py); the wasm target
-runs them as v128 lanes (the shared vector plan, with integer lanes for the exponent
+runs binary32's as v128 lanes (evaluated in binary64: f32 lanes widened to f64x2 and
+narrowed back, the shared vector plan's mixed widths, with i64x2 lanes for the exponent
 arithmetic) and, for the last elements and in a module built with ``vectors=False``, as
-scalar code. Both must give the interpreter's bits (kera_core/interp/mathfns.py; NaN
-canonical). Inputs per function and format: random bit patterns, dense sweeps of the ranges
+scalar code. Both must give the interpreter's bits (kera_core/interp/mathfns.py,
+kera_core/interp/expolog32.py; NaN canonical). Inputs per function and format: random bit patterns, dense sweeps of the ranges
 where the step lists switch cases (thresholds, scaleB's cases, subnormals, near 1, the
 polynomial / exp switch of tanh), and the special values, shuffled and also planted at
 every lane position among ordinary values so the per-lane selects are exercised.
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from kera_core.backends.wasm import assemble, lower_wat, run_wasm
+from kera_core.interp import expolog32 as E32
 from kera_core.interp import mathfns as M
 from tests.test_wasm import module
 
@@ -66,8 +68,7 @@ def specials(w: str) -> np.ndarray:
         bits += [1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 2]
         bits += [0x0008000000000000]
     x = _from_bits(w, bits)
-    c = M.CONSTS[w]
-    consts = _from_bits(w, [c.exp_over, c.exp_under, c.sqrt2, c.tanh_small, c.tanh_one, c.inv_ln2])
+    consts = thresholds(w)
     plain = np.array([0.0, np.inf, 1.0, 0.5, 2.0, 0.625, 10.0, 22.0, 88.0, 709.0], ft)
     pos = np.concatenate([np.abs(x[6:]), consts, plain])
     with np.errstate(over="ignore"):
@@ -75,13 +76,23 @@ def specials(w: str) -> np.ndarray:
     return np.concatenate([x[:6], pos, -pos])
 
 
+def thresholds(w: str) -> np.ndarray:
+    """Where the step lists switch: binary64's constants (mathfns.CONSTS), binary32's
+    (kera_core/interp/expolog32.py) and its overflow/underflow boundaries."""
+    if w == "f64":
+        c = M.CONSTS[w]
+        bits = [c.exp_over, c.exp_under, c.sqrt2, c.tanh_small, c.tanh_one, c.inv_ln2]
+        return _from_bits(w, bits)
+    x = [E32.EXP_OVER, E32.EXP_UNDER, E32.SIGMOID_SMALL, E32.TANH_ONE, E32.SIGMOID_CLAMP]
+    return np.array([*x, 88.72283, -103.97208, 1.4142135, 1.442695, 9.010913], np.float32)
+
+
 def interesting(op: str, w: str, rng) -> np.ndarray:
     """Dense sweeps where the step lists change behaviour."""
     ft, ut = DT[w]
-    c = M.CONSTS[w]
     f = M.F32 if w == "f32" else M.F64
     ln2 = float(np.log(2.0))
-    over, under = (float(_from_bits(w, [b])[0]) for b in (c.exp_over, c.exp_under))
+    over, under = (float(v) for v in thresholds(w)[:2])
     # log-uniform magnitudes over the whole range, both signs
     hi_exp = 127 if w == "f32" else 1023
     lo_exp = -149 if w == "f32" else -1074
@@ -104,12 +115,12 @@ def interesting(op: str, w: str, rng) -> np.ndarray:
         parts += [
             _from_bits(w, sub),
             _around(w, [1.0], 10_000),
-            _around(w, [float(_from_bits(w, [c.sqrt2])[0]) * 2.0**e for e in (-3, 0, 1, 7)], 300),
+            _around(w, [np.sqrt(2.0) * 2.0**e for e in (-3, 0, 1, 7)], 300),
             _around(w, [2.0**e for e in (-1, 1, 2, lo_exp + f.mant, hi_exp)], 300),
             rng.uniform(0, 4, 20_000).astype(ft),
         ]
     else:
-        one = float(_from_bits(w, [c.tanh_one])[0])
+        one = 22.0 if w == "f64" else E32.TANH_ONE
         lim = 25.0 if op == "tanh" else -under + 5
         parts += [
             np.linspace(-lim, lim, 40_000).astype(ft),
@@ -168,8 +179,10 @@ def test_lanes_and_scalar_match_the_interpreter(op: str, w: str) -> None:
 
 
 def test_the_step_lists_run_lane_wise() -> None:
-    """The f32 step lists vectorise (f64's stay scalar: WebAssembly has no f64x2 ↔ i64x2
-    conversion)."""
+    """binary32's step lists vectorise, in binary64 lanes (f64's stay scalar: WebAssembly
+    has no f64x2 ↔ i64x2 conversion)."""
     g = module(SRC).graph
     for op in OPS:
-        assert "f32x4" in lower_wat(g, f"{op}_f32"), op
+        body = lower_wat(g, f"{op}_f32")
+        assert "f64x2.promote_low_f32x4" in body and "f32x4.demote_f64x2_zero" in body, op
+        assert "f64x2.mul" in body, op

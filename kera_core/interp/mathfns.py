@@ -1,5 +1,8 @@
 """`exp`, `log`, `tanh`, `sigmoid` and `sqrt` as fixed sequences of IEEE operations.
 
+binary32 arguments go to :mod:`kera_core.interp.expolog32` (correctly rounded step lists,
+evaluated in binary64); the binary64 step lists are below.
+
 These functions *are* the definitions in docs/semantics.md §6: every line below is one
 correctly rounded operation (or an exact bit manipulation), in the order written there,
 and a backend reproduces the same sequence. No fma is used, so a target without a fused
@@ -17,19 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kera_core.interp import expolog32
 from kera_core.interp.fp import F32, F64, FloatFormat, canon, fmt_of, scaleb
-
-
-def _f32(bits: int):
-    return F32.const(bits)
 
 
 def _f64(bits: int):
     return F64.const(bits)
-
-
-def _b32(x: float) -> int:
-    return int(np.array(x, dtype=np.float32).view(np.uint32))
 
 
 def _b64(x: float) -> int:
@@ -38,7 +34,7 @@ def _b64(x: float) -> int:
 
 @dataclass(frozen=True)
 class MathConsts:
-    """The constants of one float format, as bit patterns (docs/semantics.md §6)."""
+    """The constants of the binary64 step lists, as bit patterns (docs/semantics.md §6.6)."""
 
     inv_ln2: int
     ln2_hi: int
@@ -52,35 +48,9 @@ class MathConsts:
     sub_scale: int  # subnormal inputs of log are multiplied by 2**sub_scale
     tanh_small: int  # |x| < this uses the odd polynomial/rational
     tanh_one: int  # |x| >= this gives +-1
-    tanh_p: tuple[int, ...]  # f32: Horner coefficients, highest first; f64: P of P/Q
-    tanh_q: tuple[int, ...]  # f64 only: Q of P/Q without the leading 1
+    tanh_p: tuple[int, ...]  # P of P/Q, highest first
+    tanh_q: tuple[int, ...]  # Q of P/Q without the leading 1
 
-
-C32 = MathConsts(
-    inv_ln2=0x3FB8AA3B,
-    ln2_hi=0x3F317200,
-    ln2_lo=0x35BFBE8E,
-    exp_p=(_b32(float.fromhex("0xaaaa8fp-26")), _b32(-float.fromhex("0xb55215p-32"))),
-    exp_over=0x42B17217,
-    exp_under=0xC2CFF1B5,
-    log_lg_odd=(_b32(float.fromhex("0xaaaaaap-24")), _b32(float.fromhex("0x91e9eep-25"))),
-    log_lg_even=(_b32(float.fromhex("0xccce13p-25")), _b32(float.fromhex("0xf89e26p-26"))),
-    sqrt2=0x3FB504F3,
-    sub_scale=25,
-    tanh_small=_b32(0.625),
-    tanh_one=_b32(10.0),
-    tanh_p=tuple(
-        _b32(v)
-        for v in (
-            -5.70498872745e-3,
-            2.06390887954e-2,
-            -5.37397155531e-2,
-            1.33314422036e-1,
-            -3.33332819422e-1,
-        )
-    ),
-    tanh_q=(),
-)
 
 C64 = MathConsts(
     inv_ln2=0x3FF71547652B82FE,
@@ -111,7 +81,7 @@ C64 = MathConsts(
     ),
 )
 
-CONSTS = {"f32": C32, "f64": C64}
+CONSTS = {"f64": C64}
 
 
 def _quiet(fn):
@@ -146,6 +116,8 @@ def _horner(t, coeffs, k):
 @_quiet
 def exp(x):
     """e**x (docs/semantics.md §6.2)."""
+    if fmt_of(np.asarray(x)) is F32:
+        return expolog32.unary("exp", x)
     x, f, c, k = _setup(x)
     over = x > k(c.exp_over)
     under = x < k(c.exp_under)
@@ -182,6 +154,8 @@ def _masked(x, mask, value):
 @_quiet
 def log(x):
     """Natural logarithm (docs/semantics.md §6.3)."""
+    if fmt_of(np.asarray(x)) is F32:
+        return expolog32.unary("log", x)
     x, f, c, k = _setup(x)
     nan = np.isnan(x) | (x < 0)
     zero = x == 0
@@ -222,18 +196,16 @@ def log(x):
 @_quiet
 def tanh(x):
     """Hyperbolic tangent (docs/semantics.md §6.4)."""
+    if fmt_of(np.asarray(x)) is F32:
+        return expolog32.unary("tanh", x)
     x, f, c, k = _setup(x)
     a = np.abs(x)
     one, two = f.dtype(1), f.dtype(2)
-    # small |x|: an odd polynomial (f32) or rational function (f64) of x
+    # small |x|: a rational function of x
     s = x * x
-    if f is F32:
-        p = _horner_high_first(s, c.tanh_p, k)
-        small = ((p * s) * x) + x
-    else:
-        num = _horner_high_first(s, c.tanh_p, k)
-        den = _horner_high_first(s, (_b64(1.0), *c.tanh_q), k)
-        small = x + (x * s) * (num / den)
+    num = _horner_high_first(s, c.tanh_p, k)
+    den = _horner_high_first(s, (_b64(1.0), *c.tanh_q), k)
+    small = x + (x * s) * (num / den)
     # larger |x|: 1 - 2 / (exp(2|x|) + 1), with the sign of x
     e = exp(np.where(a < k(c.tanh_one), a + a, f.dtype(0)))
     large = one - two / (e + one)
@@ -258,6 +230,8 @@ def _horner_high_first(t, coeffs, k):
 @_quiet
 def sigmoid(x):
     """1 / (1 + e**-x), computed without overflow (docs/semantics.md §6.5)."""
+    if fmt_of(np.asarray(x)) is F32:
+        return expolog32.unary("sigmoid", x)
     x, f, c, k = _setup(x)
     e = exp(-np.abs(x))
     d = f.dtype(1) + e
@@ -278,10 +252,11 @@ def sqrt(x):
 UNARY = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "sqrt": sqrt}
 
 
-def constants_table(f: FloatFormat) -> list[tuple[str, str, str]]:
-    """(name, hex bits, decimal) for docs/semantics.md, straight from the code."""
+def constants_table(f: FloatFormat = F64) -> list[tuple[str, str, str]]:
+    """(name, hex bits, decimal) of the binary64 constants for docs/semantics.md, straight
+    from the code."""
     c = CONSTS[f.name]
-    width = 8 if f is F32 else 16
+    width = 16
     rows: list[tuple[str, str, str]] = []
 
     def add(name: str, bits: int) -> None:
@@ -305,7 +280,7 @@ def constants_table(f: FloatFormat) -> list[tuple[str, str, str]]:
     add("TANH_SMALL", c.tanh_small)
     add("TANH_ONE", c.tanh_one)
     for i, b in enumerate(c.tanh_p):
-        add(f"T{i}" if f is F32 else f"TP{i}", b)
+        add(f"TP{i}", b)
     for i, b in enumerate(c.tanh_q):
         add(f"TQ{i}", b)
     return rows

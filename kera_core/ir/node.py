@@ -1,6 +1,7 @@
 """Nodes, regions and functions of the content-addressed graph.
 
-A node's hash covers the schema version, its opcode, its output types, its input
+A node's hash covers the schema version, its opcode (versioned where its bits changed:
+:mod:`kera_core.ir.semantics`), its output types, its input
 values (as hashes), its attributes in key order and its region hashes — nothing
 else. Spans and names never enter a hash; they live in :mod:`provenance`.
 """
@@ -18,6 +19,7 @@ from kera_core.ir.encoding import (
     str_bytes,
     uvar_bytes,
 )
+from kera_core.ir.semantics import hashed_opcode
 from kera_core.ir.types import FnType, Type
 
 AttrValue = int | str | bool | bytes | Type | tuple
@@ -85,7 +87,7 @@ class Node:
         inputs = self.inputs
         attrs = self.attrs
         regions = self.regions
-        parts = [_HEAD, str_bytes(self.op), uvar_bytes(len(types))]
+        parts = [_HEAD, str_bytes(hashed_opcode(self.op, types)), uvar_bytes(len(types))]
         for t in types:
             parts.append(t.canonical)
         parts.append(uvar_bytes(len(inputs)))

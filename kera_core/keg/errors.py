@@ -12,6 +12,8 @@ KINDS: dict[str, str] = {
     "version": "the format version is not one this reader knows",
     "flags": "a reserved header flag is set",
     "schema": "the IR schema version differs from the one this reader hashes with",
+    "semantics": "the semantics version is newer than this reader's, or the graph uses an "
+    "operation whose bits changed after the file's semantics version",
     "layout": "sections are not laid out back to back right after the section table",
     "unknown-section": "a section id this version does not define",
     "missing-section": "a required section is absent",

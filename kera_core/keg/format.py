@@ -6,10 +6,11 @@ import struct
 from enum import IntEnum
 
 MAGIC = b"KEG\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the u16 after the format version is the semantics version
+OLDEST_FORMAT = 1  # 1: that u16 was reserved flags (0), and the semantics version is 1
 
-# magic, format version (u16), flags (u16), IR schema version (u32), section count (u32),
-# graph fingerprint (32 bytes); all little-endian.
+# magic, format version (u16), semantics version (u16; format 1: flags, 0), IR schema
+# version (u32), section count (u32), graph fingerprint (32 bytes); all little-endian.
 HEADER = struct.Struct("<4sHHII32s")
 # section id (u32), offset (u64), length (u64), SHA3-256 of the section's bytes.
 ENTRY = struct.Struct("<IQQ32s")

@@ -17,6 +17,7 @@ from kera_core.ir.graph import Graph
 from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.ops import REGISTRY
 from kera_core.ir.provenance import Provenance
+from kera_core.ir.semantics import SEMANTICS_VERSION, revision
 from kera_core.ir.types import FnType, Ref, Type, Unit
 from kera_core.keg.cursor import Cursor, decode_type
 from kera_core.keg.errors import KegError
@@ -42,6 +43,7 @@ from kera_core.keg.format import (
     MIN_STRING,
     MIN_TYPE,
     MIN_VALUE,
+    OLDEST_FORMAT,
     REQUIRED,
     SECTION_NAMES,
     Section,
@@ -88,25 +90,36 @@ def _verify(graph) -> None:
 def read_keg(data: bytes) -> KegFile:
     """Parse and fully verify a `.keg` file; any defect raises :class:`KegError`."""
     data = bytes(data)
-    spans, fingerprint = _read_layout(data)
-    return _Decoder(data, spans).decode(fingerprint)
+    spans, fingerprint, semantics = _read_layout(data)
+    return _Decoder(data, spans, semantics).decode(fingerprint)
 
 
-def _read_layout(data: bytes) -> tuple[dict[Section, tuple[int, int]], bytes]:
-    """Header and section table: where each section lies, checksums verified."""
+def _read_layout(data: bytes) -> tuple[dict[Section, tuple[int, int]], bytes, int]:
+    """Header and section table: where each section lies, checksums verified; the graph
+    fingerprint and the semantics version."""
     if data[:4] != MAGIC:
         if len(data) < 4 and MAGIC.startswith(data):
             raise KegError("truncated", f"file is {len(data)} bytes, shorter than the magic", 0)
         raise KegError("magic", f"not a .keg file: starts with {data[:4]!r}, not {MAGIC!r}", 0)
     if len(data) < HEADER.size:
         raise KegError("truncated", f"header needs {HEADER.size} bytes, file has {len(data)}", 0)
-    _, version, flags, schema, n, fingerprint = HEADER.unpack_from(data)
-    if version != FORMAT_VERSION:
+    _, version, semantics, schema, n, fingerprint = HEADER.unpack_from(data)
+    if not OLDEST_FORMAT <= version <= FORMAT_VERSION:
         raise KegError(
-            "version", f"format version {version}; this reader knows only {FORMAT_VERSION}", 4
+            "version",
+            f"format version {version}; this reader knows {OLDEST_FORMAT} to {FORMAT_VERSION}",
+            4,
         )
-    if flags:
-        raise KegError("flags", f"reserved header flags set: {flags:#06x}", 6)
+    if version == 1:  # before semantics versions: reserved flags, and the first semantics
+        if semantics:
+            raise KegError("flags", f"reserved header flags set: {semantics:#06x}", 6)
+        semantics = 1
+    elif not 1 <= semantics <= SEMANTICS_VERSION:
+        raise KegError(
+            "semantics",
+            f"semantics version {semantics}; this reader implements 1 to {SEMANTICS_VERSION}",
+            6,
+        )
     if schema != SCHEMA_VERSION:
         raise KegError(
             "schema", f"IR schema version {schema}; this reader hashes with {SCHEMA_VERSION}", 8
@@ -152,13 +165,14 @@ def _read_layout(data: bytes) -> tuple[dict[Section, tuple[int, int]], bytes]:
             raise KegError("missing-section", f"no {SECTION_NAMES[s]} section", HEADER.size)
     if expected != len(data):
         raise KegError("trailing", f"{len(data) - expected} bytes after the last section", expected)
-    return spans, fingerprint
+    return spans, fingerprint, semantics
 
 
 class _Decoder:
-    def __init__(self, data: bytes, spans: dict[Section, tuple[int, int]]) -> None:
+    def __init__(self, data: bytes, spans: dict[Section, tuple[int, int]], semantics: int) -> None:
         self.data = data
         self.spans = spans
+        self.semantics = semantics
         self.strings: list[str] = []
         self.types: list[Type] = []
         self.attr_sets: list[tuple] = []
@@ -369,6 +383,15 @@ class _Decoder:
             if op not in REGISTRY:
                 raise c.fail("unknown-op", f"node {k}: unknown opcode {op!r}", at)
             out_types = tuple(self._type(c) for _ in range(c.count("types", 1)))
+            changed = revision(op, out_types)
+            if changed > self.semantics:
+                raise c.fail(
+                    "semantics",
+                    f"node {k}: `{op}` on {out_types[0]} changed its bits in semantics version"
+                    f" {changed}, after the file's version {self.semantics}; rebuild the file"
+                    " from its source",
+                    at,
+                )
             inputs = []
             input_ids = []
             for j, i, in_at in self._values(c, n, "inputs"):

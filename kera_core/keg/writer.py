@@ -14,6 +14,7 @@ from kera_core.ir.encoding import SCHEMA_VERSION, Writer
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Node, Region
 from kera_core.ir.provenance import Provenance
+from kera_core.ir.semantics import SEMANTICS_VERSION
 from kera_core.ir.types import Type
 from kera_core.keg.format import (
     ATTR_BOOL,
@@ -245,7 +246,9 @@ def write_keg(graph: Graph, provenance: Provenance | None = None) -> bytes:
 
 def _assemble(fingerprint: bytes, sections: list[tuple[Section, bytes]]) -> bytes:
     """Header, section table, then the sections back to back in id order."""
-    header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, SCHEMA_VERSION, len(sections), fingerprint)
+    header = HEADER.pack(
+        MAGIC, FORMAT_VERSION, SEMANTICS_VERSION, SCHEMA_VERSION, len(sections), fingerprint
+    )
     offset = HEADER.size + ENTRY.size * len(sections)
     table = []
     for sid, body in sections:

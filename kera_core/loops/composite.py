@@ -1,7 +1,9 @@
 """The composites, expanded once into primitives exactly as docs/semantics.md defines them.
 
 * §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
-  one scalar, with the constants of :mod:`kera_core.interp.mathfns` (one table for both),
+  one scalar: binary64 with the constants of :mod:`kera_core.interp.mathfns` (one table for
+  both), binary32 the correctly rounded step lists of :mod:`kera_core.interp.expolog32`
+  (run through :class:`EmitOps`),
   and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
   `copysign`) from `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`,
   `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`, `erfc`: the step
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kera_core.interp import elementary, mathfns
+from kera_core.interp import elementary, expolog32, mathfns
 from kera_core.interp.fp import SCALE_GUARD
 from kera_core.interp.reduce import LANES, TILE
 from kera_core.loops.emit import Emitter, imm
@@ -102,6 +104,8 @@ def _horner_high_first(e: Emitter, x: Operand, coeffs, t: str) -> Operand:
 
 
 def exp(e: Emitter, x: Operand, t: str) -> Var:
+    if t == "f32":
+        return expolog32.exp(EmitOps(e), x)
     c = mathfns.CONSTS[t]
     it = _FMT[t][0]
     over = e.op("gt", x, fbits(t, c.exp_over))
@@ -124,6 +128,8 @@ def exp(e: Emitter, x: Operand, t: str) -> Var:
 
 
 def log(e: Emitter, x: Operand, t: str) -> Var:
+    if t == "f32":
+        return expolog32.log(EmitOps(e), x)
     c = mathfns.CONSTS[t]
     _, ut, mant, bias, _ = _FMT[t]
     isnan = e.op("or", e.op("ne", x, x), e.op("lt", x, fconst(t, 0.0)))
@@ -164,17 +170,15 @@ def log(e: Emitter, x: Operand, t: str) -> Var:
 
 
 def tanh(e: Emitter, x: Operand, t: str) -> Var:
+    if t == "f32":
+        return expolog32.tanh(EmitOps(e), x)
     c = mathfns.CONSTS[t]
     one, two = fconst(t, 1.0), fconst(t, 2.0)
     a = e.op("abs", x)
     s = e.op("mul", x, x)
-    if t == "f32":
-        p = _horner_high_first(e, s, c.tanh_p, t)
-        small = e.op("add", e.op("mul", e.op("mul", p, s), x), x)
-    else:
-        num = _horner_high_first(e, s, c.tanh_p, t)
-        den = _horner_high_first(e, s, (fconst(t, 1.0).bits, *c.tanh_q), t)
-        small = e.op("add", x, e.op("mul", e.op("mul", x, s), e.op("div", num, den)))
+    num = _horner_high_first(e, s, c.tanh_p, t)
+    den = _horner_high_first(e, s, (fconst(t, 1.0).bits, *c.tanh_q), t)
+    small = e.op("add", x, e.op("mul", e.op("mul", x, s), e.op("div", num, den)))
     below_one = e.op("lt", a, fbits(t, c.tanh_one))
     ex = exp(e, e.op("select", below_one, e.op("add", a, a), fconst(t, 0.0)), t)
     large = e.op("sub", one, e.op("div", two, e.op("add", ex, one)))
@@ -188,6 +192,8 @@ def tanh(e: Emitter, x: Operand, t: str) -> Var:
 
 
 def sigmoid(e: Emitter, x: Operand, t: str) -> Var:
+    if t == "f32":
+        return expolog32.sigmoid(EmitOps(e), x)
     ex = exp(e, e.op("neg", e.op("abs", x)), t)
     d = e.op("add", fconst(t, 1.0), ex)
     num = e.op("select", e.op("ge", x, fconst(t, 0.0)), fconst(t, 1.0), ex)

@@ -19,6 +19,15 @@ loop of the canonical sum); a varying value assigned before such a loop and upda
 it is a per-lane accumulator, kept in registers. Each lane still performs exactly the
 scalar operations in the scalar order, so the bits cannot change.
 
+**Mixed widths.** A body may widen binary32 values to binary64, compute there and narrow
+back (the binary32 elementary functions: docs/semantics.md §6.2–§6.5). On a target with
+``narrow_lanes`` and the conversions in its ``int_ops`` (``convert:f32>f64``,
+``convert:f64>f32``), the lanes are those of the wide type — W = width / 8 bytes — and a
+value of half that width is held in the low half of a vector (W lanes of 32 bits: WebAssembly
+``f64x2.promote_low_f32x4``/``f32x4.demote_f64x2_zero``, x86 ``cvtps2pd``/``cvtpd2ps``,
+ARM ``fcvtl``/``fcvtn``); its loads and stores move half a vector. A mask has the width of
+the values compared, and a select, `and`, `or` … only combine masks and values of one width.
+
 The plan also fixes the **jam**: how many vectors one step processes. A body with an inner
 loop is latency-bound on its accumulators' chains; jamming J vectors gives J independent
 chains (bounded by the register budget and, for a constant trip count, by the lanes there
@@ -45,7 +54,10 @@ class VectorTarget:
     ``"op:type"`` (the operand type: ``"add:i32"``, ``"lt:u32"``, ``"or:bool"`` on masks)
     or ``"op:from>to"`` for ``convert``/``bitcast`` (``"convert:f32>i32"``); a target
     without any keeps every loop with integer data scalar. Lanes are of one width: the
-    varying values of a plan are floats of one type, integers of that width and masks.
+    varying values of a plan are floats of one type, integers of that width and masks —
+    unless ``narrow_lanes``: then values of half the widest lane width are held in the low
+    half of a vector (module docstring, "Mixed widths"), for the types the target converts
+    between.
     """
 
     width_bytes: int  # bytes per vector register (AVX2: 32, SSE/NEON: 16)
@@ -56,6 +68,8 @@ class VectorTarget:
     # whether the target spends one step of the run's budget per iteration of a counted
     # (source-level) loop (R0007, `--max-steps`): then such loops stay scalar
     counts_steps: bool = True
+    # whether values of half the lane width may be held in the low half of a vector
+    narrow_lanes: bool = False
 
     def width(self, t: str) -> int:
         return self.width_bytes // (ir.BITS[t] // 8)
@@ -82,7 +96,8 @@ class VectorTarget:
 class LanesPlan:
     loop: ir.Loop
     # the lane type: the float type of the varying values (an integer type when none is a
-    # float); every varying value, vector load and vector store has its width
+    # float); every varying value, vector load and vector store has its width — or, mixed
+    # (VectorTarget.narrow_lanes), half of it: see half()
     elem: str
     width: int  # lanes per vector
     jam: int  # vectors per step
@@ -90,6 +105,16 @@ class LanesPlan:
     contiguous: set[int] = field(default_factory=set)
     reassigned: set[int] = field(default_factory=set)  # defined more than once in the body
     inner: bool = False  # the body holds an inner loop
+    # mixed widths: the varying masks (bool) held at half the lane width — those of a
+    # comparison of half-width values (every other varying value's width is its type's)
+    narrow_masks: set[int] = field(default_factory=set)
+
+    def half(self, x) -> bool:
+        """Whether the vector of operand ``x`` (a varying value, a loaded or stored element,
+        a broadcast invariant) holds half-width lanes: W lanes in the low half."""
+        if x.type == "bool":
+            return isinstance(x, ir.Var) and x.id in self.narrow_masks
+        return ir.BITS[x.type] < ir.BITS[self.elem]
 
     def kind(self, x) -> str:
         """'varying', 'contiguous' or 'uniform' for an operand of the body."""
@@ -113,7 +138,7 @@ class LanesPlan:
         seen: set = set()
 
         def take(x) -> None:
-            if isinstance(x, ir.Var) and x.id in inside or x.type != self.elem:
+            if isinstance(x, ir.Var) and x.id in inside or x.type not in FLOATS:
                 return  # (uniform integers a vector operation reads are splat where read)
             key = ("v", x.id) if isinstance(x, ir.Var) else ("i", x.type, x.bits)
             if key not in seen:
@@ -155,7 +180,8 @@ class _Planner:
         self.outside = outside
         self.target = target
         self.elem: str | None = None  # the float lane type, else the first integer one
-        self.lane_bits: int | None = None
+        self.widths: set[int] = set()  # the lane widths seen (two only with narrow_lanes)
+        self.mask_bits: dict[int, int] = {}  # varying mask id → the width it was made at
         self.stride: dict[int, int] = {loop.var.id: 1}
         self.varying: set[int] = set()
         self.defs: dict[int, int] = {}  # var id → number of definitions in the body
@@ -176,6 +202,8 @@ class _Planner:
         if self.elem is None:
             raise _No  # nothing varies: no vector work
         t = self.elem
+        if len(self.widths) > 1 and ir.BITS[t] != max(self.widths):
+            raise _No  # the widest lanes are integers: no float type sets the width
         width = self.target.width(t)
         if self.inner:
             # J chains of the carried accumulators, with room for a load and a product each
@@ -200,6 +228,7 @@ class _Planner:
             contiguous,
             reassigned,
             self.inner,
+            {v for v, w in self.mask_bits.items() if w < max(self.widths)},
         )
 
     def count_defs(self, stmts: list) -> None:
@@ -219,21 +248,35 @@ class _Planner:
 
     def lane_type(self, t: str) -> None:
         """A varying value, vector load or vector store of type ``t``: lanes are of one
-        width, and of one float type (integer types of that width only where the target
-        has integer lanes)."""
+        width (or, with ``narrow_lanes``, of a width and its half), and of one float type
+        per width (integer types of those widths only where the target has integer
+        lanes)."""
         if t == "bool":
             return  # a mask: as wide as the lanes it came from
         if t not in FLOATS and not self.target.int_lanes(t):
             raise _No
-        if self.lane_bits is not None and ir.BITS[t] != self.lane_bits:
-            raise _No
-        self.lane_bits = ir.BITS[t]
+        self.widths.add(ir.BITS[t])
+        if len(self.widths) > 1:
+            lo, hi = min(self.widths), max(self.widths)
+            if not self.target.narrow_lanes or len(self.widths) > 2 or 2 * lo != hi:
+                raise _No
         if t in FLOATS:
             if self.elem in FLOATS and self.elem != t:
-                raise _No
+                if ir.BITS[self.elem] == ir.BITS[t] or not self.target.narrow_lanes:
+                    raise _No
+                if ir.BITS[t] < ir.BITS[self.elem]:
+                    return  # the lanes are the wider float's
             self.elem = t
-        elif self.elem is None:
+        elif self.elem is None or (self.elem not in FLOATS and ir.BITS[t] > ir.BITS[self.elem]):
             self.elem = t
+
+    def width_of(self, x) -> int | None:
+        """The lane width of a varying operand (a mask's: that of what it compared)."""
+        if x.type != "bool":
+            return ir.BITS[x.type]
+        if isinstance(x, ir.Var) and x.id in self.varying:
+            return self.mask_bits.get(x.id)
+        return None  # a uniform mask: splat at whatever width reads it
 
     def stride_of(self, x) -> int:
         if isinstance(x, Imm):
@@ -329,7 +372,30 @@ class _Planner:
             self.lane_type(d.type)
             for a in s.args:
                 self.lane_type(a.type)  # (shift counts too: one lane width throughout)
+            self.mask_width(s)
             self.varying.add(d.id)
+
+    def mask_width(self, s: ir.Op) -> None:
+        """Masks and values one operation combines have one lane width; a comparison's mask
+        has its operands' (:attr:`LanesPlan.narrow_masks`). A conversion changes width."""
+        if s.op in ("convert", "bitcast"):
+            return
+        args = s.args[1:] if s.op == "select" else s.args
+        if s.op in ("shl", "shr"):
+            args = args[:1]
+        widths = {w for w in (self.width_of(a) for a in args) if w is not None}
+        if s.op == "select":
+            c = self.width_of(s.args[0])
+            if c is not None:
+                widths.add(c)
+        if len(widths) > 1:
+            raise _No  # a mask of one width applied to values of another
+        if s.dst.type == "bool" and widths:
+            w = widths.pop()
+            if self.mask_bits.setdefault(s.dst.id, w) != w:
+                raise _No
+        elif s.dst.type != "bool" and widths and ir.BITS[s.dst.type] not in widths:
+            raise _No
 
 
 def _int_operand(x) -> bool:

@@ -1,8 +1,8 @@
 """The native artifact: what `kera build --target x86_64|arm64` writes.
 
 ``MAGIC`` (per target) · the graph fingerprint (32 bytes) · a little-endian u32 header length ·
-the JSON header (``entry``, ``isa``, ``functions``: ``[name, code bytes]`` in program order) ·
-each function's code, concatenated. One format for every native target; each target names
+the JSON header (``entry``, ``isa``, ``semantics``: the semantics version it was built under,
+``functions``: ``[name, code bytes]`` in program order) · each function's code, concatenated. One format for every native target; each target names
 its magic and what it is called in errors.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import struct
 
+from kera_core.ir.semantics import SEMANTICS_VERSION
+
 
 class ArtifactError(ValueError):
     """Bytes that are not this target's artifact, or not built from this graph."""
@@ -18,7 +20,12 @@ class ArtifactError(ValueError):
 
 def pack(magic: bytes, fingerprint: bytes, entry: str, isa: str, codes) -> bytes:
     header = json.dumps(
-        {"entry": entry, "isa": isa, "functions": [[n, len(c)] for n, c in codes]},
+        {
+            "entry": entry,
+            "isa": isa,
+            "semantics": SEMANTICS_VERSION,
+            "functions": [[n, len(c)] for n, c in codes],
+        },
         sort_keys=True,
     ).encode()
     data = magic + fingerprint + struct.pack("<I", len(header)) + header
@@ -39,6 +46,13 @@ def unpack(
         header = json.loads(data[at + 36 : at + 36 + n])
     except ValueError:
         raise ArtifactError("the artifact's header is damaged") from None
+    # an older version is fine: an operation whose bits changed since changed the fingerprint
+    semantics = header.get("semantics", 1)  # artifacts from before the field: version 1
+    if not isinstance(semantics, int) or semantics > SEMANTICS_VERSION:
+        raise ArtifactError(
+            f"the artifact was built under semantics version {semantics}; this Kera implements"
+            f" up to {SEMANTICS_VERSION}"
+        )
     at += 36 + n
     codes = []
     for name, size in header["functions"]:

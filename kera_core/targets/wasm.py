@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from kera_core.backends.wasm import assemble, lower_wat, read_fingerprint, run_wasm, unsupported
+from kera_core.backends.wasm import (
+    assemble,
+    lower_wat,
+    read_fingerprint,
+    read_semantics,
+    run_wasm,
+    unsupported,
+)
 from kera_core.ir.graph import Graph
 from kera_core.ir.provenance import Provenance
+from kera_core.ir.semantics import SEMANTICS_VERSION
 from kera_core.targets import Artifact, register
 from kera_core.targets import keg as _keg  # noqa: F401  (keep the registry complete)
 from kera_core.targets import run_module as _run_module
@@ -47,6 +55,12 @@ class WasmTarget:
         """Run ``fn`` of the artifact; ``graph`` supplies the signature (types, outputs)."""
         if read_fingerprint(artifact.data) != graph.fingerprint():
             raise ValueError("the artifact was not built from this graph (fingerprint differs)")
+        # an older version is fine: an operation whose bits changed since changed the fingerprint
+        if read_semantics(artifact.data) > SEMANTICS_VERSION:
+            raise ValueError(
+                f"the artifact was built under semantics version {read_semantics(artifact.data)};"
+                f" this Kera implements up to {SEMANTICS_VERSION}"
+            )
         return run_wasm(artifact.data, graph, fn, inputs, dims, **kw)
 
 

@@ -31,6 +31,7 @@ from kera_core.backends.ptx.select import (
     sequential_effects,
 )
 from kera_core.ir.graph import Graph
+from kera_core.ir.semantics import SEMANTICS_VERSION
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Program
 from kera_core.loops.lower import program_of
@@ -86,6 +87,7 @@ def artifact_text(graph: Graph, fn: str) -> str:
         MAGIC
         + f"// fingerprint sha3-256:{graph.fingerprint().hex()}\n"
         + f"// entry {fn} threads {sel.threads}{' grid' if sel.grid else ''}\n"
+        + f"// semantics {SEMANTICS_VERSION}\n"
         + f"// functions: {names}\n"
         + sel.text
     )
@@ -93,6 +95,7 @@ def artifact_text(graph: Graph, fn: str) -> str:
 
 _HEAD = re.compile(
     r"// kera-ptx v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+) threads (\d+)( grid)?\n"
+    r"(?:// semantics (\d+)\n)?"
 )
 
 
@@ -104,6 +107,9 @@ def read(data: bytes, graph: Graph | None = None) -> tuple[str, int, str]:
         raise ArtifactError("not a ptx artifact")
     if graph is not None and bytes.fromhex(m.group(1)) != graph.fingerprint():
         raise ArtifactError("the artifact was not built from this graph (fingerprint differs)")
+    # an older version is fine: an operation whose bits changed since changed the fingerprint
+    if int(m.group(5) or 1) > SEMANTICS_VERSION:
+        raise ArtifactError(f"the artifact was built under semantics version {m.group(5)}")
     return m.group(2), int(m.group(3)), text
 
 

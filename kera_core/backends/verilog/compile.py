@@ -7,6 +7,7 @@ the graph fingerprint):
 // kera-verilog v1
 // fingerprint sha3-256:<hex>
 // entry <name>
+// semantics <the semantics version it was built under>
 // dims D0 = <name>, ...
 ```
 
@@ -32,6 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from kera_core.ir.graph import Graph
+from kera_core.ir.semantics import SEMANTICS_VERSION
 from kera_core.loops import NotLowered
 from kera_core.loops.ir import Buf, LFunction, Var
 from kera_core.loops.lower import program_of
@@ -290,6 +292,7 @@ def header(graph: Graph, fn: str, design: Design) -> str:
         MAGIC.rstrip("\n"),
         f"// fingerprint sha3-256:{graph.fingerprint().hex()}",
         f"// entry {fn}",
+        f"// semantics {SEMANTICS_VERSION}",
         "// dims " + (", ".join(f"D{i} = {d!r}" for i, d in enumerate(lf.dims)) or "none"),
         f"// controller: {design.schedule.summary()}",
     ]
@@ -318,7 +321,10 @@ def artifact_text(graph: Graph, fn: str, stream: bool = False) -> str:
     return head + d.module + wrap + "\n// --- Kera float units ---\n" + d.sources
 
 
-_HEAD = re.compile(r"// kera-verilog v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+)\n")
+_HEAD = re.compile(
+    r"// kera-verilog v1\n// fingerprint sha3-256:([0-9a-f]{64})\n// entry (\S+)\n"
+    r"(?:// semantics (\d+)\n)?"
+)
 
 
 def read(data: bytes, graph: Graph | None = None) -> tuple[str, str]:
@@ -329,4 +335,7 @@ def read(data: bytes, graph: Graph | None = None) -> tuple[str, str]:
         raise ArtifactError("not a verilog artifact")
     if graph is not None and bytes.fromhex(m.group(1)) != graph.fingerprint():
         raise ArtifactError("the artifact was not built from this graph (fingerprint differs)")
+    # an older version is fine: an operation whose bits changed since changed the fingerprint
+    if int(m.group(3) or 1) > SEMANTICS_VERSION:
+        raise ArtifactError(f"the artifact was built under semantics version {m.group(3)}")
     return m.group(2), text

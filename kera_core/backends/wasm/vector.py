@@ -21,6 +21,10 @@ many vectors a step jams is decided by the shared layer (kera_core/loops/vectori
   (``trunc_sat``: truncate, saturate, NaN → 0, as the scalar ones) and bit casts (no
   instruction) — so integer kernels and the elementary functions' step lists (integer
   exponent arithmetic, §6.1's scaleB) run lane-wise too;
+* mixed widths (the binary32 elementary functions evaluated in binary64): the lanes are
+  ``f64x2``'s and an f32 value fills the low half of its ``v128`` (``promote_low`` and
+  ``demote_zero`` convert; its loads and stores are ``v128.load64_zero`` and
+  ``v128.store64_lane``; its operations are the ``f32x4`` ones, the high lanes unused);
 * inner ``seq`` loops stay loops; their varying accumulators are the same ``v128`` locals.
 """
 
@@ -47,6 +51,7 @@ INT_OPS = frozenset(
     + [f"{op}:{t}" for t in ("i32", "u32") for op in ("minimum", "maximum")]
     + [f"{op}:bool" for op in ("and", "or", "xor", "not", "eq", "ne", "select")]
     + ["convert:f32>i32", "convert:f32>u32", "convert:i32>f32", "convert:u32>f32"]
+    + ["convert:f32>f64", "convert:f64>f32"]  # with narrow lanes: promote_low, demote_zero
     + [
         f"bitcast:{a}>{b}"
         for group in (("f32", "i32", "u32"), ("f64", "i64", "u64"))
@@ -60,7 +65,14 @@ INT_OPS = frozenset(
 # matmul block keep 4 rows × 4 vectors of accumulators (measured: 1.3-1.6x faster than 2
 # vectors on x86-64, spills and all). A run's budget is fuel, not steps: loops the
 # optimizer marked `lanes` may run lane-wise.
-TARGET = VectorTarget(width_bytes=16, registers=22, ops=OPS, int_ops=INT_OPS, counts_steps=False)
+TARGET = VectorTarget(
+    width_bytes=16,
+    registers=22,
+    ops=OPS,
+    int_ops=INT_OPS,
+    counts_steps=False,
+    narrow_lanes=True,
+)
 # iterations per trip of a straight-line inner loop (matmul's k loop, the canonical sum's
 # group loop). Fuel metering checks the budget at every loop header, and the out-of-fuel
 # call there clobbers every vector register, so Cranelift keeps the loop's accumulators in
@@ -76,6 +88,9 @@ _CONVERT = {
     ("f32", "u32"): "i32x4.trunc_sat_f32x4_u",
     ("i32", "f32"): "f32x4.convert_i32x4_s",
     ("u32", "f32"): "f32x4.convert_i32x4_u",
+    # mixed widths: the f32 lanes are the low half of a vector (vectorize.py)
+    ("f32", "f64"): "f64x2.promote_low_f32x4",
+    ("f64", "f32"): "f32x4.demote_f64x2_zero",
 }
 
 
@@ -93,6 +108,7 @@ class VectorLoop:
         self.t = plan.elem
         self.invariant: dict = {}
         self.splat_loads = self.only_splat()
+        self.compares = _compares(plan)  # for clamp selects
 
     def emit(self, i: str, hi: str) -> None:
         """The loop's first iterations as vector steps — jam × W lanes a step, then W;
@@ -155,10 +171,13 @@ class VectorLoop:
         self.sel.locals.setdefault(name, "v128")
         return name
 
-    def operand(self, x, u: int) -> str:
+    def operand(self, x, u: int, narrow: bool = False) -> str:
+        """``narrow``: a uniform mask is splat at half the lane width (mixed widths)."""
         if isinstance(x, ir.Var) and x.id in self.plan.varying:
             return f"(local.get {self.vec(x, u)})"
         key = ("imm", x.type, x.bits) if isinstance(x, Imm) else ("var", x.id)
+        if x.type == "bool":
+            key = (*key, narrow)
         name = self.invariant.get(key)
         if name is not None:
             return f"(local.get {name})"
@@ -167,7 +186,7 @@ class VectorLoop:
         if got is not None:
             return f"(local.get {got})"
         if x.type == "bool":  # a uniform mask: all ones or all zeros in every lane
-            if BITS[self.t] == 64:
+            if BITS[self.t] == 64 and not narrow:
                 v = f"(i64x2.splat (i64.sub (i64.const 0) (i64.extend_i32_u {v})))"
             else:
                 v = f"(i32x4.splat (i32.sub (i32.const 0) {v}))"
@@ -190,9 +209,11 @@ class VectorLoop:
                     s.emit(f"(local.set {self.vec(st.dst, u)} {self.op(st, u)})")
             elif isinstance(st, ir.Load) and p.kind(st.dst) == "varying":
                 addr = self.address(st)
+                half = p.half(st.dst)
+                load = "v128.load64_zero" if half else "v128.load"
                 for u in range(self.jam):
-                    off = f" offset={16 * u}" if u else ""
-                    s.emit(f"(local.set {self.vec(st.dst, u)} (v128.load{off} {addr}))")
+                    off = f" offset={(8 if half else 16) * u}" if u else ""
+                    s.emit(f"(local.set {self.vec(st.dst, u)} ({load}{off} {addr}))")
             elif id(st) in self.splat_loads:
                 name = s.local("v128", "u")
                 bits = BITS[self.t]
@@ -201,9 +222,13 @@ class VectorLoop:
             elif isinstance(st, ir.Store):
                 values = [self.operand(st.value, u) for u in range(self.jam)]
                 addr = self.address(st)
+                half = p.half(st.value)
                 for u in range(self.jam):
-                    off = f" offset={16 * u}" if u else ""
-                    s.emit(f"(v128.store{off} {addr} {values[u]})")
+                    off = f" offset={(8 if half else 16) * u}" if u else ""
+                    if half:  # the low 8 bytes
+                        s.emit(f"(v128.store64_lane{off} 0 {addr} {values[u]})")
+                    else:
+                        s.emit(f"(v128.store{off} {addr} {values[u]})")
             elif isinstance(st, (ir.Op, ir.Load)):
                 s.stmt(st)  # uniform or contiguous: scalar, once per step
                 self.splats.pop(("var", st.dst.id), None)
@@ -229,14 +254,37 @@ class VectorLoop:
         self.sel.range_loop(st, self.stmts, unroll=unroll, fresh=fresh)
         self.splats = {}
 
+    def clamp(self, st: ir.Op):
+        """``select(q < p, q, p)`` is ``pmin(p, q)`` and ``select(p < q, q, p)`` is
+        ``pmax(p, q)`` — WebAssembly's pseudo-minimum ``b < a ? b : a`` and pseudo-maximum
+        ``a < b ? b : a``, bit for bit (NaN and zeros included): one ``minpd``/``maxpd`` on
+        x86-64 where IEEE ``min``/``max`` take several. None for any other select."""
+        c, x, y = st.args
+        cmp = self.compares.get(c.id) if isinstance(c, ir.Var) else None
+        if cmp is None or not is_float(y.type):
+            return None
+        lo, hi = cmp.args if cmp.op == "lt" else cmp.args[::-1]  # the mask is lo < hi
+        if _same(lo, x) and _same(hi, y):
+            name = "pmin"  # q < p ? q : p
+        elif _same(hi, x) and _same(lo, y):
+            name = "pmax"  # p < q ? q : p
+        else:
+            return None
+        sh = shape(y.type)
+        return lambda u: f"({sh}.{name} {self.operand(y, u)} {self.operand(x, u)})"
+
     def op(self, st: ir.Op, u: int) -> str:
         name = st.op
         a = st.args
+        narrow = self.plan.half(st.dst)  # (a mask's width is that of what it combines)
         if name == "select":
             c = a[0]
             if isinstance(c, Imm):  # a copy
                 return self.operand(a[1] if c.bits & 1 else a[2], u)
-            c, x, y = (self.operand(v, u) for v in a)
+            clamp = self.clamp(st)
+            if clamp is not None:
+                return clamp(u)
+            c, x, y = (self.operand(v, u, narrow) for v in a)
             return f"(v128.bitselect {x} {y} {c})"
         t = a[0].type
         if name == "bitcast" or (name == "abs" and not is_float(t) and not is_signed(t)):
@@ -249,7 +297,7 @@ class VectorLoop:
                 count = f"(i32.wrap_i64 {count})"
             op = "shl" if name == "shl" else f"shr_{'s' if is_signed(t) else 'u'}"
             return f"({shape(t)}.{op} {self.operand(a[0], u)} {count})"
-        args = " ".join(self.operand(x, u) for x in a)
+        args = " ".join(self.operand(x, u, narrow) for x in a)
         if name in ("and", "or", "xor", "not") and not is_float(t):
             return f"(v128.{name} {args})"  # integers and masks alike
         if t == "bool":  # masks: equal where the xor is zero
@@ -265,3 +313,22 @@ class VectorLoop:
         if name in _SIGNED:
             op += "_s" if is_signed(t) else "_u"
         return f"({shape(t)}.{op} {args})"
+
+
+def _same(a, b) -> bool:
+    """The same operand: one variable, or equal immediates."""
+    if isinstance(a, ir.Var) or isinstance(b, ir.Var):
+        return a is b or (isinstance(a, ir.Var) and isinstance(b, ir.Var) and a.id == b.id)
+    return a.type == b.type and a.bits == b.bits
+
+
+def _compares(plan: LanesPlan) -> dict:
+    """The `lt`/`gt` of floats in the body's straight-line part, by mask id — those whose
+    mask and operands are defined once (so a select reading the mask sees those operands)."""
+    out: dict = {}
+    for st in plan.loop.body:
+        if isinstance(st, ir.Op) and st.op in ("lt", "gt") and is_float(st.args[0].type):
+            ids = [v.id for v in (st.dst, *st.args) if isinstance(v, ir.Var)]
+            if not any(v in plan.reassigned for v in ids):
+                out[st.dst.id] = st
+    return out
