@@ -435,3 +435,73 @@ def test_struct_and_constant_edits_redo_what_names_them_transitively():
         _same_as_cold(doc)
         assert doc.cache.lowered - before <= most, needle
     assert doc.lowerings["module"] == 1  # only the open lowered the module
+
+
+RECURSIVE = """\
+pub fn twice(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn is_even(n: i64) -> bool {
+    if n == 0 {
+        return true;
+    }
+    is_odd(n - 1)
+}
+
+fn is_odd(n: i64) -> bool {
+    if n == 0 {
+        return false;
+    }
+    is_even(n - 1)
+}
+
+pub fn parity(n: i64) -> bool {
+    is_even(n)
+}
+"""
+
+
+def test_a_recursive_component_is_lowered_again_only_when_it_changes():
+    """A recursive component's lowering is cached as one unit (its members' texts and keys,
+    the hashes of what it calls outside): an edit outside it reuses it, one inside a member
+    lowers it again; each analysis equals a cold one."""
+    doc = Document("file:///rec.kera", RECURSIVE, 1)
+    _same_as_cold(doc)
+    edits = [
+        ("x * 2.0", "x * 3.0", False),  # an unrelated body
+        ("x * 3.0", "let y = x;\n    y * 3.0", False),  # and the component moves down
+        ("return false;", "return n == 1;", True),  # inside a member
+        ("is_even(n)\n}", "is_even(n + 0)\n}", False),  # a caller of the component
+        ("fn is_odd(n: i64)", "fn is_odd(n: i32)", True),  # a member's signature
+    ]
+    for version, (old, new, inside) in enumerate(edits, start=2):
+        before = doc.cache.lowered
+        at = doc.text.encode("utf-8").index(old.encode("utf-8"))
+        doc.edit(Span(at, at + len(old.encode("utf-8"))), new)
+        doc.version = version
+        _same_as_cold(doc)
+        members = doc.analysis().module.recursive
+        assert members == {"is_even", "is_odd"}
+        if inside:
+            assert doc.cache.lowered - before >= 2, old
+        else:  # at most the edited function is lowered: never the component's two members
+            assert doc.cache.lowered - before <= 1, (old, doc.cache.lowered - before)
+
+
+def test_a_recursive_component_follows_an_edit_of_a_generic_callee():
+    """The component's key holds the hashes of every instance of a generic function its
+    members call: an edit of that function's body lowers the component again."""
+    text = RECURSIVE.replace(
+        "pub fn twice(x: f32) -> f32 {\n    x * 2.0\n}",
+        "fn dec<T: Int>(n: T) -> T {\n    n - 1\n}",
+    ).replace("is_odd(n - 1)", "is_odd(dec(n))")
+    doc = Document("file:///rec.kera", text, 1)
+    _same_as_cold(doc)
+    assert doc.analysis().diagnostics == []
+    before = doc.analysis().module.graph.functions["is_even"].hash
+    at = text.encode("utf-8").index(b"n - 1\n}")
+    doc.edit(Span(at, at + len(b"n - 1")), "n - 2")
+    doc.version = 2
+    _same_as_cold(doc)
+    assert doc.analysis().module.graph.functions["is_even"].hash != before

@@ -2,9 +2,11 @@
 
 Hashes follow calls, not files or import names (moving a function to another file, or
 importing it under another name, changes no hash and not the fingerprint); resolution
-errors (K0209–K0213), recursion across files (K0315) and clashing exports (K0202) are
-diagnostics with a span and, where the cause is in another file, a note there; a package
-runs bit-identically on every runnable target; the CLI takes a directory or a manifest."""
+errors (K0209–K0213), cycles of constants across files (K0315) and clashing exports
+(K0202) are diagnostics with a span and, where the cause is in another file, a note there;
+recursion across files hashes, runs and stops at the depth limit as within one file; a
+package runs bit-identically on every runnable target; the CLI takes a directory or a
+manifest."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ import pytest
 from kera_core.analysis import analyze
 from kera_core.cli import main
 from kera_core.interp.api import run_function
+from kera_core.ir.cycles import RECURSION_LIMIT
+from kera_core.ir.verify import verify
 from kera_core.manifest import ManifestError, load_package, module_name
+from kera_core.sema import package as package_module
 from kera_core.sema.package import SourceUnit, analyze_package
 from kera_core.targets import run_module
 from tests.outcomes import outcome, runnable_target
@@ -258,14 +263,151 @@ def test_a_failed_import_is_reported_once_not_at_each_use():
     ]
 
 
-def test_recursion_across_files_is_k0315_on_each_crossing_call():
-    a = "use b::g;\n\npub fn f(x: f32) -> f32 {\n    g(x)\n}\n"
+# a mutual recursion, one file: `is_even` and `is_odd` call each other and `step` (outside
+# the component); `parity` calls into it
+EVEN = """\
+pub fn is_even(n: i64) -> bool {
+    if n == 0 {
+        return true;
+    }
+    is_odd(step(n))
+}
+"""
+ODD = """\
+pub fn is_odd(n: i64) -> bool {
+    if n == 0 {
+        return false;
+    }
+    is_even(step(n))
+}
+"""
+STEP = "pub fn step(n: i64) -> i64 {\n    n - 1\n}\n"
+PARITY = "pub fn parity(n: i64) -> bool {\n    is_even(n)\n}\n"
+RECURSIVE = "\n".join([EVEN, ODD, STEP, PARITY])
+# the same program in three files: the component crosses two of them
+SPLIT = {
+    "a.kera": "use b::is_odd;\nuse util::step;\n\n" + EVEN + "\n" + PARITY,
+    "b.kera": "use a::is_even as even;\nuse util::step;\n\n" + ODD.replace("is_even(", "even("),
+    "util.kera": STEP,
+}
+
+
+def test_recursion_across_files_hashes_as_in_one_file():
+    one = analyzed_one(RECURSIVE)
+    pkg = clean(SPLIT)
+    assert hashes(pkg.graph) == hashes(one.graph)
+    assert pkg.graph.fingerprint() == one.fingerprint
+    assert verify(pkg.graph) == []
+    even, odd = pkg.graph.functions["is_even"], pkg.graph.functions["is_odd"]
+    assert even.component == odd.component is not None and {even.index, odd.index} == {0, 1}
+    assert pkg.modules["a"].module.recursive == {"is_even"}
+    assert pkg.modules["b"].module.recursive == {"is_odd"}
+    # the other member moved instead, and the file order reversed: still the same hashes
+    moved = clean(
+        {
+            "z.kera": "use y::is_even;\nuse util::step;\n\n" + ODD,
+            "y.kera": "use z::is_odd;\nuse util::step;\n\n" + EVEN + "\n" + PARITY,
+            "util.kera": STEP,
+        }
+    )
+    assert hashes(moved.graph) == hashes(one.graph)
+    # a member's body changed in its file: both members' hashes move, `step`'s does not
+    edited = clean({**SPLIT, "b.kera": SPLIT["b.kera"].replace("return false", "return n > 1")})
+    assert edited.graph.functions["is_even"].hash != pkg.graph.functions["is_even"].hash
+    assert edited.graph.functions["is_odd"].hash != pkg.graph.functions["is_odd"].hash
+    assert edited.graph.functions["step"].hash == pkg.graph.functions["step"].hash
+
+
+def analyzed_one(src: str):
+    a = analyze(src)
+    assert not a.has_errors, a.diagnostics
+    return a.module
+
+
+@pytest.mark.parametrize("tname", ["interp", "wasm", "x86_64", "arm64"])
+def test_recursion_across_files_runs_with_the_same_bits_and_depth_limit(tname):
+    one = analyzed_one(RECURSIVE)
+    pkg = clean(SPLIT)
+    for n in (0, 7, 10, RECURSION_LIMIT - 1, RECURSION_LIMIT):
+        inputs = {"n": n}
+        want = outcome(lambda: run_function(one, "parity", inputs))  # noqa: B023
+        assert want == ("error R0012" if n == RECURSION_LIMIT else want)
+        if tname == "interp":
+            got = outcome(lambda: run_function(pkg, "parity", inputs))  # noqa: B023
+        else:
+            t = runnable_target(tname)
+            got = outcome(lambda: run_module(t, pkg, "parity", inputs))  # noqa: B023
+        assert got == want, (tname, n)
+
+
+def test_a_generic_function_recursive_across_files_is_k0322():
+    a = "use b::g;\n\npub fn f<T: Float>(x: T) -> T {\n    g(1.0) as T + x\n}\n"
     b = "use a::f;\n\npub fn g(x: f32) -> f32 {\n    f(x)\n}\n"
     pkg = package({"a.kera": a, "b.kera": b})
-    assert codes(pkg, "a") == ["K0315"] and codes(pkg, "b") == ["K0315"]
-    (d,) = pkg.modules["a"].diagnostics
+    assert "K0322" in codes(pkg, "a"), pkg.modules["a"].diagnostics
+    (d,) = [d for d in pkg.modules["a"].diagnostics if d.code == "K0322"]
     assert a[d.span.start : d.span.end] == "g"
-    assert d.related[0].path == "b.kera"
+
+
+def test_a_component_across_files_is_not_lowered_again_by_an_unrelated_edit(monkeypatch):
+    caches: dict = {}
+    made = []
+    real = package_module.lower_component
+    monkeypatch.setattr(package_module, "lower_component", lambda ms: made.append(1) or real(ms))
+
+    def lowerings(files):
+        units = [SourceUnit(module_name(p), p, t) for p, t in sorted(files.items())]
+        made.clear()
+        pkg = analyze_package("t", units, caches)
+        n = len(made)
+        assert not pkg.has_errors
+        assert hashes(pkg.graph) == hashes(clean(files).graph)  # as a cold analysis
+        return pkg, n
+
+    base, n = lowerings(SPLIT)
+    assert n == 1
+    again, n = lowerings(SPLIT)
+    assert n == 0 and hashes(again.graph) == hashes(base.graph)
+    # `parity` edited (in the file of a member): the component's lowering is reused
+    edited = {**SPLIT, "a.kera": SPLIT["a.kera"].replace("is_even(n)", "is_even(n + 0)")}
+    pkg, n = lowerings(edited)
+    assert n == 0 and hashes(pkg.graph)["is_even"] == hashes(base.graph)["is_even"]
+    # a member edited, or the function outside it that it calls: lowered again
+    edited = {**SPLIT, "b.kera": SPLIT["b.kera"].replace("return false", "return n > 1")}
+    pkg, n = lowerings(edited)
+    assert n == 1 and hashes(pkg.graph)["is_even"] != hashes(base.graph)["is_even"]
+    pkg, n = lowerings({**SPLIT, "util.kera": STEP.replace("n - 1", "n - 2")})
+    assert n == 1 and hashes(pkg.graph)["is_even"] != hashes(base.graph)["is_even"]
+
+
+def test_recursion_across_files_in_the_editor(tmp_path):
+    from kera_core.ide import hover
+    from kera_core.source import Span
+    from kera_core.workspace import Workspace
+
+    for name, text in SPLIT.items():
+        (tmp_path / name).write_text(text)
+    ws = Workspace()
+    text = SPLIT["a.kera"]
+    doc = ws.open((tmp_path / "a.kera").as_uri(), text, 1)
+    a = doc.analysis()
+    assert a.diagnostics == []
+    assert "recursive" in hover.hover(a, text.index("is_even"), doc).markdown
+    one = analyzed_one(RECURSIVE)
+    assert a.module.graph.functions["is_even"].hash == one.graph.functions["is_even"].hash
+    # an edit of another function of the file keeps the member's lowering and hash
+    at = len(text[: text.index("is_even(n)")].encode())
+    doc.edit(Span(at, at + len("is_even(n)")), "is_even(n + 0)")
+    doc.version = 2
+    a = doc.analysis()
+    assert a.diagnostics == []
+    assert a.module.graph.functions["is_even"].hash == one.graph.functions["is_even"].hash
+    # a member's call made wrong in the editor: the error is reported where it is
+    at = len(doc.text[: doc.text.index("is_odd(step(n))")].encode())
+    doc.edit(Span(at, at + len("is_odd(step(n))")), "is_odd(true)")
+    doc.version = 3
+    (d,) = doc.analysis().diagnostics
+    assert d.code.startswith("K") and doc.text[d.span.start : d.span.end] == "true", d
 
 
 def test_two_files_exporting_one_name_is_k0202():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kera_core.diagnostics import Diagnostic, error, quoted
 from kera_core.ir.node import Function
@@ -35,6 +36,9 @@ from kera_core.sema import literals
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
+
+if TYPE_CHECKING:
+    from kera_core.sema.lower import LoweredFn
 
 MAX_DIM_SIZE = (1 << 31) - 1
 """Largest fixed dimension size in a type (language.md §16)."""
@@ -171,6 +175,9 @@ class Imports:
     failed: frozenset[str] = frozenset()
     # every module of the package and its `pub` items as (name, kind): what a `use` can name
     modules: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # this file's members of recursive components that cross files, by name, lowered with
+    # the rest of their component by the package (sema/package.py): taken as they are
+    members: dict[str, LoweredFn] = field(default_factory=dict)
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Functions are lowered callee-first because a call node names its callee by hash
 (content addressing, as in Unison): a change to a function changes its callers'
-hashes too, and nothing else. Recursion is rejected for now (it would make the
-hash cyclic).
+hashes too, and nothing else. Functions that call each other in a cycle are lowered and
+hashed as one unit (:func:`lower_component`, docs/graph.md "Recursion"), and cached as one.
 
 The :class:`LoweringCache` keys each function's lowering by its own text, the
 signatures it can see and its callees' hashes; an edit inside one function
@@ -72,6 +72,8 @@ from kera_core.syntax.parse import Parse
 @dataclass
 class LoweringCache:
     entries: dict[bytes, LoweredFn] = field(default_factory=dict)  # full key -> lowering
+    # component key (component_key) -> its members' lowerings, in the component's order
+    components: dict[bytes, list[LoweredFn]] = field(default_factory=dict)
     # shape key (text, signatures, which callees lowered; no callee hashes) -> a lowering
     # whose diagnostics, expr_types and uses are right, and whose graph may not be
     shapes: dict[bytes, LoweredFn] = field(default_factory=dict)
@@ -102,10 +104,11 @@ class LoweringCache:
 
     def prune(self, live: set[bytes], live_shapes: set[bytes] | None = None) -> None:
         self.history = [*self.history[-(self.keep - 1) :], live | (live_shapes or set())]
-        if len(self.entries) + len(self.shapes) <= sum(len(h) for h in self.history):
+        tables = (self.entries, self.shapes, self.components)
+        if sum(map(len, tables)) <= sum(len(h) for h in self.history):
             return  # nothing can be stale
         keep = set().union(*self.history)
-        for table in (self.entries, self.shapes):
+        for table in tables:
             for k in [k for k in table if k not in keep]:
                 del table[k]
 
@@ -160,6 +163,9 @@ class Module:
         # the functions in recursive components (lowered and hashed together: an edit in
         # one is never redone alone, sema/incremental.py)
         self.recursive: frozenset[str] = frozenset()
+        # name -> what a function's lowering depends on of its own text and the other
+        # items (the key parts of a component's lowering, sema/package.py)
+        self.unit_key = None
         self.incremental = None  # sema.incremental.State, built when first needed
 
     @property
@@ -715,42 +721,84 @@ class _Callee:
         self.hash = h
 
 
-def _lower_component(
-    env: ModuleEnv, comp: list[str], done: dict[str, Function]
-) -> dict[str, LoweredFn]:
+@dataclass(frozen=True)
+class Member:
+    """One member of a recursive component, as :func:`lower_component` lowers it: its
+    file's environment and signature, the finished functions its body may call outside the
+    component (by the names its file calls them), and ``names[j]``: the names member ``j``
+    of the component has in this member's file (its own name there, or the names it is
+    imported under: a component may cross files, sema/package.py)."""
+
+    env: ModuleEnv
+    sig: FnSig
+    done: Mapping[str, Function]
+    names: tuple[tuple[str, ...], ...]
+
+
+def lower_component(members: Sequence[Member]) -> list[LoweredFn]:
     """Lower the members of a recursive component and hash them as one unit (docs/graph.md
     "Recursion"): the canonical order is by the members' hashes with every call inside the
     component naming a placeholder, refined while it splits ties by the keys of the members
-    each one calls; ties that remain (interchangeable members) keep source order."""
-    sigs = {n: env.fns[n] for n in comp}
+    each one calls; ties that remain (interchangeable members) keep the order given (source
+    order; across files, the package's file order first). The lowerings come back in the
+    order given."""
+    k = len(members)
 
-    def lower_with(refs: dict[str, bytes]) -> dict[str, LoweredFn]:
-        scope = {**done, **{n: _Callee(h) for n, h in refs.items()}}
-        return {n: _lower_guarded(env, sigs[n], scope) for n in comp}  # type: ignore[arg-type]
+    def lower_with(refs: Sequence[bytes]) -> list[LoweredFn]:
+        out = []
+        for m in members:
+            inside = {n: _Callee(refs[j]) for j in range(k) for n in m.names[j]}
+            out.append(_lower_guarded(m.env, m.sig, {**m.done, **inside}))  # type: ignore[dict-item]
+        return out
 
-    first = lower_with(dict.fromkeys(comp, PLACEHOLDER))
-    if any(lf.function is None for lf in first.values()):  # no member can be hashed
-        return {n: dataclasses.replace(lf, function=None) for n, lf in first.items()}
-    keys = {n: first[n].function.hash for n in comp}  # type: ignore[union-attr]
-    for _ in range(len(comp)):
-        classes = len(set(keys.values()))
-        if classes == len(comp):
+    first = lower_with([PLACEHOLDER] * k)
+    if any(lf.function is None for lf in first):  # no member can be hashed
+        return [dataclasses.replace(lf, function=None) for lf in first]
+    keys = [lf.function.hash for lf in first]  # type: ignore[union-attr]
+    for _ in range(k):
+        classes = len(set(keys))
+        if classes == k:
             break
-        again = lower_with({n: digest("fn", b"member class" + keys[n]) for n in comp})
-        keys = {n: digest("fn", keys[n] + again[n].function.hash) for n in comp}  # type: ignore[union-attr]
-        if len(set(keys.values())) == classes:
+        again = lower_with([digest("fn", b"member class" + h) for h in keys])
+        keys = [digest("fn", h + lf.function.hash) for h, lf in zip(keys, again, strict=True)]  # type: ignore[union-attr]
+        if len(set(keys)) == classes:
             break
-    order = sorted(comp, key=lambda n: (keys[n], sigs[n].span.start))
-    final = lower_with({n: member_ref(i) for i, n in enumerate(order)})
-    fns = [final[n].function for n in order]
+    order = sorted(range(k), key=lambda i: (keys[i], i))
+    position = {i: p for p, i in enumerate(order)}
+    final = lower_with([member_ref(position[i]) for i in range(k)])
+    fns = [final[i].function for i in order]
     if any(f is None for f in fns):  # (not reached: the same bodies lowered the first time)
-        return {n: dataclasses.replace(lf, function=None) for n, lf in final.items()}
+        return [dataclasses.replace(lf, function=None) for lf in final]
     ch = component_hash([f.hash for f in fns])  # type: ignore[union-attr]
-    out = {}
-    for i, (n, f) in enumerate(zip(order, fns, strict=True)):
-        g = Function(f.name, f.type, f.region, f.exported, f.outputs, ch, i)  # type: ignore[union-attr]
-        out[n] = dataclasses.replace(final[n], function=g)
+    out = []
+    for i, lf in enumerate(final):
+        f = lf.function
+        g = Function(f.name, f.type, f.region, f.exported, f.outputs, ch, position[i])  # type: ignore[union-attr]
+        out.append(dataclasses.replace(lf, function=g))
     return out
+
+
+def _lower_component(
+    env: ModuleEnv, comp: list[str], done: dict[str, Function]
+) -> dict[str, LoweredFn]:
+    """:func:`lower_component` of a component within one file (``comp`` in source order)."""
+    names = tuple((n,) for n in comp)
+    lfs = lower_component([Member(env, env.fns[n], done, names) for n in comp])
+    return dict(zip(comp, lfs, strict=True))
+
+
+def component_key(parts: Sequence[bytes], outside: Sequence[bytes]) -> bytes:
+    """The cache key of a component's lowering: per member (in a fixed order) what its own
+    key is made of — its text and what it reads of the other items (sema/deps.py) — and the
+    hashes of the functions outside the component that the members call."""
+    w = Writer()
+    w.str("component")
+    w.uvar(len(parts))
+    for p in parts:
+        w.raw(p)
+    for h in outside:
+        w.bytes(h)
+    return digest("fn", w.getvalue())
 
 
 def _text_digest(green, source: bytes | None = None, start: int = 0) -> bytes:
@@ -946,21 +994,23 @@ def _lower_module(
         name: [c for c in _callee_names(env.fns[name], cache) if c in env.fns] for name in local
     }
     comps = _components(env, callees)
-    skipped = _generic_cycles(env, diags, comps, callees)
+    # the members of components across files, lowered by the package (sema/package.py)
+    given = {n: lf for n, lf in imports.members.items() if n in callees} if imports else {}
+    skipped = _generic_cycles(env, diags, [c for c in comps if c[0] not in given], callees)
     cyclic = {
         n: comp
         for comp in comps
-        if _recursive(comp, callees) and comp[0] not in skipped
+        if _recursive(comp, callees) and comp[0] not in skipped and comp[0] not in given
         for n in comp
     }
     order = [n for comp in comps for n in comp if n not in skipped]
-    defer = defer and not cyclic  # a component is lowered whole, never deferred
+    defer = defer and not cyclic and not given  # a component is lowered whole, never deferred
     # What is lowered: each function, or each instance of a generic one (callees first)
-    units_of = {n: _instances_of(env, n) for n in order}
+    units_of = {n: instances_of(env, n) for n in order}
     units = [u for n in order for u in units_of[n]]
     unit_sig = {u: env.instances.get(u) or env.fns[u] for u in units}
     unit_callees = {
-        u: [c for callee in callees[unit_sig[u].generic or u] for c in _instances_of(env, callee)]
+        u: [c for callee in callees[unit_sig[u].generic or u] for c in instances_of(env, callee)]
         for u in units
     }
 
@@ -993,10 +1043,42 @@ def _lower_module(
         check(watch, "lowering", k, len(units))
         sig = unit_sig[name]
         called = called_of[name] = sorted(set(unit_callees[name]))
+        if name in given:  # a member of a component across files, lowered by the package
+            lf = _rebased(given[name], sig)
+            lf.shape = digest("fn", b"component member" + texts_of(name))
+            lowered[name] = lf
+            diags.extend(lf.diagnostics)
+            if lf.function is not None:
+                done[name] = lf.function
+            continue
         if name in cyclic:  # a recursive component: its members lowered and hashed together
             if name == cyclic[name][0]:
-                for m, lf in _lower_component(env, cyclic[name], done).items():
-                    cache.lowered += 1
+                comp = cyclic[name]
+                members = set(comp)
+                outside = sorted(
+                    {
+                        u
+                        for m in comp
+                        for c in callees[m]
+                        if c not in members
+                        for u in instances_of(env, c)
+                    }
+                )  # a generic callee: each of its instances (the one called is in the text)
+                ckey = component_key(
+                    [texts_of(m) + env_keys[m] for m in comp],
+                    [done[c].hash if c in done else b"" for c in outside],
+                )
+                live.add(ckey)
+                hit = cache.components.get(ckey)
+                if hit is not None and all(lf.relocatable for lf in hit):
+                    cache.reused += len(comp)
+                    lfs = [_rebased(lf, env.fns[m]) for m, lf in zip(comp, hit, strict=True)]
+                else:
+                    made = _lower_component(env, comp, done)
+                    cache.lowered += len(comp)
+                    cache.components[ckey] = [made[m] for m in comp]
+                    lfs = [made[m] for m in comp]
+                for m, lf in zip(comp, lfs, strict=True):
                     lf.shape = digest("fn", b"component member" + texts_of(m))
                     lowered[m] = lf
                     diags.extend(lf.diagnostics)
@@ -1103,11 +1185,12 @@ def _lower_module(
         module.made_from = (
             parse.tree, callees, called_of, deps, env_keys, frozenset(deferred), decl + checked
         )  # fmt: skip
-    module.recursive = frozenset(cyclic)
+    module.recursive = frozenset(cyclic) | frozenset(given)
+    module.unit_key = lambda name: texts_of(name) + env_keys[name]
     return module
 
 
-def _instances_of(env: ModuleEnv, name: str) -> list[str]:
+def instances_of(env: ModuleEnv, name: str) -> list[str]:
     """What lowering ``name`` means: the function itself, or each instance of a generic one."""
     sig = env.fns[name]
     if not sig.is_generic:

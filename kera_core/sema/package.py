@@ -10,10 +10,13 @@ is imported under. An imported constant is inlined where it is used, as a consta
 file is (its initializer lowered with its own module's names), so it is no different.
 
 Files are lowered dependencies first. Modules that import each other (a cycle of
-modules, allowed when no function recursion arises) are lowered together until nothing
-changes: each pass sees the functions the previous one finished, so it takes as many
-passes as calls cross between them, plus one; recursion and cycles of constants across
-files are reported here (K0315), those within a file by the file's own lowering.
+modules) are lowered together until nothing changes: each pass sees the functions the
+previous one finished, so it takes as many passes as calls cross between them, plus one.
+Functions that call each other across files form a recursive component across files
+(docs/graph.md "Recursion"): after each pass the package lowers it as one unit, each member
+in its own file's environment, and hands the members' lowerings to their files for the next
+pass, so they hash exactly as if they were in one file. Cycles of constants across files are
+reported here (K0315), those within a file by the file's own lowering.
 
 The package's graph holds every file's functions: a `pub` function under its own name (the
 package's interface: `kera run --entry`, the fingerprint), a private one under
@@ -33,7 +36,16 @@ from kera_core.ir.provenance import Provenance
 from kera_core.sema.borrow import check_ownership
 from kera_core.sema.consts import constant_digest
 from kera_core.sema.env import Imported, ImportedConst, Imports, did_you_mean, instance_name
-from kera_core.sema.module import LoweringCache, Module, lower_module
+from kera_core.sema.lower import LoweredFn
+from kera_core.sema.module import (
+    LoweringCache,
+    Member,
+    Module,
+    component_key,
+    instances_of,
+    lower_component,
+    lower_module,
+)
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -135,7 +147,7 @@ class Package:
                 for name, f in g.functions.items():
                     gname = graph_name(m.unit.module, name, f.exported)
                     graph.functions[gname] = Function(
-                        gname, f.type, f.region, f.exported, f.outputs
+                        gname, f.type, f.region, f.exported, f.outputs, f.component, f.index
                     )
                     if name in p.functions:
                         prov.functions[gname] = dataclasses.replace(p.functions[name], name=gname)
@@ -429,20 +441,34 @@ def analyze_package(
     imports: dict[str, Imports] = {}
     exports = {m: tuple((d.name, d.kind) for d in items[m].values() if d.is_pub) for m in order}
     components = _components(order, edges)  # dependencies first
+    calls = _function_calls(order, parsed, items, requests)
+    crossing = _crossing_components(order, items, calls)
+    cross: dict[str, list[Diagnostic]] = {}
     for comp in components:
-        passes = 1 + sum(len(items[m]) for m in comp) if len(comp) > 1 else 1
-        before: dict[str, tuple] = {}
+        mine = [c for c in crossing if c[0][0] in comp]  # a cycle of calls is one of modules
+        # two passes more where a component of functions crosses files: one for every file
+        # to see the others' signatures, one to take the component's lowering
+        passes = 1 + sum(len(items[m]) for m in comp) + 2 * bool(mine) if len(comp) > 1 else 1
+        before: tuple = ()
+        given: dict[str, dict[str, LoweredFn]] = {}
         for _ in range(passes):
             for m in comp:
                 imports[m] = imports_of(requests[m], lowered, paths, exports)
                 imports[m].failed = failed[m]
+                imports[m].members = given.get(m, {})
                 cache = caches.setdefault(m, LoweringCache())
                 lowered[m] = lower_module(parsed[m], cache, imports=imports[m])
-            now = {m: _state(lowered[m]) for m in comp}
+            given, generic = _lower_crossing(mine, calls, lowered, imports, requests, caches)
+            members = {
+                m: {n: lf.function.hash if lf.function else b"" for n, lf in g.items()}
+                for m, g in given.items()
+            }
+            now = ({m: _state(lowered[m]) for m in comp}, members)
             if now == before:
                 break
             before = now
-    cross = _cross_file_recursion(order, lowered, imports, paths)
+        for m, ds in generic.items():
+            cross.setdefault(m, []).extend(ds)
     for m, ds in _cross_file_constant_cycles(order, parsed, items, requests, paths).items():
         cross.setdefault(m, []).extend(ds)
     results: dict[str, ModuleResult] = {}
@@ -463,64 +489,143 @@ def analyze_package(
     return Package(name, results)
 
 
-def _cross_file_recursion(
+Fn = tuple[str, str]  # (module, name): a function of the package
+
+
+def _function_calls(
     order: list[str],
-    lowered: dict[str, Module],
-    imports: dict[str, Imports],
-    paths: dict[str, str],
-) -> dict[str, list[Diagnostic]]:
-    """K0315 on each call that crosses files on a cycle of calls (recursion through more
-    than one file; a cycle within one file is reported by its lowering)."""
-    calls: dict[tuple[str, str], list[tuple[tuple[str, str], Span]]] = {}
+    parsed: dict[str, Parse],
+    items: dict[str, dict[str, Declared]],
+    requests: dict[str, list[Request]],
+) -> dict[Fn, list[tuple[Fn, Span]]]:
+    """Each function's calls to functions of the package (its own file's or imported ones),
+    read off the syntax: what the recursive components across files are made of."""
+    calls: dict[Fn, list[tuple[Fn, Span]]] = {}
     for m in order:
-        env = lowered[m].env
-        for name, sig in env.fns.items():
-            if not env.is_local(name) or sig.ast is None or sig.ast.body is None:
+        imported = {r.local: (r.module, r.item.name) for r in requests[m] if r.item.kind == "fn"}
+        for it in ast.SourceFile(parsed[m].tree).items:
+            if not isinstance(it, ast.Fn) or it.name is None or it.body is None:
                 continue
-            out = calls[(m, name)] = []
-            for n in sig.ast.body.syntax.descendants():
+            if items[m].get(it.name.text) is None or (m, it.name.text) in calls:
+                continue
+            out = calls[(m, it.name.text)] = []
+            for n in it.body.syntax.descendants():
                 if n.kind != K.CALL_EXPR:
                     continue
                 callee = ast.CallExpr(n).callee
                 if not isinstance(callee, ast.PathExpr) or callee.name is None:
                     continue
                 c = callee.name.text
-                imp = imports[m].items.get(c)
-                if imp is not None and imp.kind == "fn":
-                    out.append(((imp.module, imp.name), callee.span))
-                elif env.is_local(c):
+                local = items[m].get(c)
+                if local is not None and local.kind == "fn":
                     out.append(((m, c), callee.span))
-    nodes = list(calls)
-    keyed = {f"{a}\0{b}": (a, b) for a, b in nodes}
+                elif c in imported:
+                    out.append((imported[c], callee.span))
+    return calls
+
+
+def _crossing_components(
+    order: list[str], items: dict[str, dict[str, Declared]], calls: dict[Fn, list]
+) -> list[list[Fn]]:
+    """The recursive components of functions whose members are in more than one file, each
+    in the package's file order, then source order."""
+    keyed = {f"{a}\0{b}": (a, b) for a, b in calls}
     edges = {
-        f"{a}\0{b}": {f"{x}\0{y}" for (x, y), _ in calls[(a, b)] if (x, y) in calls}
-        for a, b in nodes
+        k: {f"{x}\0{y}" for (x, y), _ in calls[v] if (x, y) in calls} for k, v in keyed.items()
     }
-    out: dict[str, list[Diagnostic]] = {}
+    out = []
     for comp in _components(list(keyed), edges):
-        members = {keyed[k] for k in comp}
-        if len({mod for mod, _ in members}) < 2:
-            continue
-        for caller in sorted(members):
-            for callee, span in calls[caller]:
-                if callee in members and callee[0] != caller[0]:
-                    out.setdefault(caller[0], []).append(
-                        error(
-                            "K0315",
-                            span,
-                            f"recursion is not supported: `{caller[1]}` calls `{callee[1]}` of "
-                            f"module `{callee[0]}`, which leads back to `{caller[1]}` (a "
-                            "function's hash would contain itself)",
-                            related=(
-                                Related(
-                                    lowered[callee[0]].env.fns[callee[1]].name_span,
-                                    f"`{callee[1]}` is defined here",
-                                    paths[callee[0]],
-                                ),
-                            ),
-                        )
-                    )
+        members = [keyed[k] for k in comp]
+        if len({m for m, _ in members}) > 1:
+            members.sort(key=lambda f: (order.index(f[0]), items[f[0]][f[1]].span.start))
+            out.append(members)
     return out
+
+
+def _lower_crossing(
+    comps: list[list[Fn]],
+    calls: dict[Fn, list[tuple[Fn, Span]]],
+    lowered: dict[str, Module],
+    imports: dict[str, Imports],
+    requests: dict[str, list[Request]],
+    caches: dict[str, LoweringCache],
+) -> tuple[dict[str, dict[str, LoweredFn]], dict[str, list[Diagnostic]]]:
+    """Lower each recursive component across files as one unit, each member in its own
+    file's environment (:func:`~kera_core.sema.module.lower_component`): module -> its
+    members' lowerings (for the next pass of its file), and the K0322 of generic members.
+
+    A component is left for a later pass while a member's file does not see the other
+    members yet (their modules not lowered) or a member's signature does not resolve (its
+    error is reported in its file). Its lowering is cached in the first member's file's
+    cache, keyed as a component within one file is (module.py, :func:`component_key`)."""
+    given: dict[str, dict[str, LoweredFn]] = {}
+    diags: dict[str, list[Diagnostic]] = {}
+    for comp in comps:
+        envs = [lowered[m].env for m, _ in comp]
+        if not all(
+            env.is_local(n) and n in env.fns for env, (_, n) in zip(envs, comp, strict=True)
+        ):
+            continue
+        sigs = [env.fns[n] for env, (_, n) in zip(envs, comp, strict=True)]
+        names = [
+            tuple(
+                (n,)
+                if m == mine
+                else tuple(
+                    r.local
+                    for r in requests[mine]
+                    if r.module == m and r.item.name == n and r.item.kind == "fn"
+                )
+                for m, n in comp
+            )
+            for mine, _ in comp
+        ]
+        if not all(
+            n in env.fns for env, seen in zip(envs, names, strict=True) for ns in seen for n in ns
+        ):
+            continue  # a file does not see the other members yet
+        generic = next((i for i, s in enumerate(sigs) if s.is_generic), None)
+        if generic is not None:
+            m, name = comp[generic]
+            inside = set(comp)
+            call = next(((c, sp) for c, sp in calls[comp[generic]] if c in inside), None)
+            span = call[1] if call is not None else sigs[generic].name_span
+            leads = (
+                f"calls `{call[0][1]}`, which leads back to `{name}`" if call else "is in a cycle"
+            )
+            diags.setdefault(m, []).append(
+                error("K0322", span, f"a generic function cannot be recursive: `{name}` {leads}")
+            )
+            continue
+        inside = set(comp)
+        outside = sorted({c for f in comp for c, _ in calls[f] if c not in inside})
+        hashes = []
+        for m, n in outside:  # a generic callee: each of its instances
+            env, fns = lowered[m].env, lowered[m].graph.functions
+            for u in instances_of(env, n) if n in env.fns else [n]:
+                hashes.append(fns[u].hash if u in fns else b"")
+        unit_keys = [lowered[m].unit_key for m, _ in comp]
+        if any(k is None for k in unit_keys):  # (lower_module always sets it)
+            continue
+        parts = [k(n) for k, (_, n) in zip(unit_keys, comp, strict=True)]  # type: ignore[misc]
+        key = component_key(parts, hashes)
+        cache = caches.setdefault(comp[0][0], LoweringCache())
+        hit = cache.components.get(key)
+        if hit is not None and all(lf.relocatable for lf in hit):
+            cache.reused += len(comp)
+            lfs = hit
+        else:
+            members = [
+                Member(env, sig, {**imports[m].functions, **lowered[m].graph.functions}, seen)
+                for env, sig, (m, _), seen in zip(envs, sigs, comp, names, strict=True)
+            ]
+            lfs = cache.components[key] = lower_component(members)
+            cache.lowered += len(comp)
+        if cache.history:
+            cache.history[-1].add(key)  # kept while the file's own recent lowerings are
+        for (m, n), lf in zip(comp, lfs, strict=True):
+            given.setdefault(m, {})[n] = lf
+    return given, diags
 
 
 def _cross_file_constant_cycles(
