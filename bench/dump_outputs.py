@@ -18,8 +18,9 @@ ownership), with the diagnostics and fingerprint after each edit.
 
 The texts: the examples, ``tests/corpus``, ``tests/ownership_corpus``, ``tests/fmt_cases``,
 every string in ``tests/*.py`` that looks like a Kera program, ``bench/shapes.py`` forms at
-several sizes, the 5k- and 20k-line benchmark files, and seeded random mutations of the
-examples (deleted, duplicated and inserted tokens) for programs with errors.
+several sizes, the 5k- and 20k-line benchmark files, one 1,500-line function (with edits in
+it), and seeded random mutations of the examples (deleted, duplicated and inserted tokens)
+for programs with errors.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # after PYTHONPATH: the checkout under test comes first
 
 from bench import shapes  # noqa: E402
-from bench.corpus import generate  # noqa: E402
+from bench.corpus import generate, long_function  # noqa: E402
 from kera_core.analysis import analyze  # noqa: E402
 from kera_core.diagnostics import render_json  # noqa: E402
 from kera_core.ir.view import graph_json  # noqa: E402
@@ -69,6 +70,7 @@ def texts(quick: bool) -> list[tuple[str, str]]:
             for n in sizes:
                 out.append((f"shape {name} {n}", make(n)))
     out.append(("generate(5000)", generate(5000)))
+    out.append(("long_function(1500)", long_function(1500)))  # one body, thousands of locals
     if not quick:
         out.append(("generate(20000)", generate(20000)))
     rng = random.Random(17)
@@ -155,6 +157,7 @@ def main() -> None:
             if name.startswith("examples/") and text.isascii():
                 dump_edits(name, text, w, rng, 40)
         dump_edits("generate(5000)", generate(5000), w, rng, 10 if args.quick else 60)
+        dump_edits("long_function(600)", long_function(600), w, rng, 6 if args.quick else 30)
     import kera_core
 
     print(

@@ -639,6 +639,29 @@ class Document:
         return self._saved is None or self._saved.content_hash != self.content_hash
 
 
+#: A small program that reaches every stage of an analysis, constants in a dimension (their
+#: evaluation loads the interpreter and numpy) and a struct included: see :func:`warm_up`.
+_WARM_UP = """const LANES: i64 = 4;
+struct Pair { lo: f32, hi: f32 }
+fn spread(p: Pair) -> f32 { p.hi - p.lo }
+pub fn warm[N](x: &f32[N], out: &mut f32[LANES]) -> f32 {
+    let mut s: f32 = 0.0;
+    for i in 0..N { if x[i] > 0.0 { s = s + x[i]; } else { s = s - 1.0; } }
+    for j in 0..LANES { out[j] = s; }
+    s + spread(Pair { lo: 0.0, hi: 1.0 })
+}
+"""
+
+
+def warm_up() -> None:
+    """Analyse a small program once, so that what an analysis loads on first use (the
+    interpreter and numpy, which evaluate constants; the lazily imported stages) is loaded
+    before the first real document arrives. The language server runs it on its worker as
+    it starts (``kera_lsp.run``): ~0.1 s of CPU that a fresh server's first open would
+    otherwise pay. Nothing of it is kept (its document is discarded)."""
+    Document("kera:warm-up", _WARM_UP).analysis()
+
+
 def _char_span(index: LineIndex | None, span: Span, inserted: str) -> tuple[int, int] | None:
     """``span``'s ends as indices into the text, where replacing characters there is
     replacing those bytes (both ends on character boundaries of strict UTF-8, and the

@@ -24,6 +24,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from kera_core.workspace import warm_up
     from kera_lsp.server import IdleGC, create_server
 
     target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
@@ -34,9 +35,16 @@ def run(args) -> int:
     )
     server = create_server()
     server.worker.idle_gc = IdleGC()  # this process is the server's: collect when idle
+    # the first job: load what an analysis loads on first use, while the client initializes
+    server.worker.submit(warm_up).add_done_callback(_warm_up_done)
     if args.tcp is not None:
         server.start_tcp(args.host, args.tcp)
     else:
         server.start_io()
     # docs/lsp.md: exit code 0 after `shutdown`, 1 when the client exits (or leaves) without it
     return 0 if getattr(server.protocol, "_shutdown", False) else 1
+
+
+def _warm_up_done(fut) -> None:
+    if fut.exception() is not None:  # the first real open then pays for what it loads
+        logging.getLogger("kera_lsp").error("the warm-up failed", exc_info=fut.exception())

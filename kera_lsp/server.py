@@ -180,6 +180,8 @@ class Worker:
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._queued = 0  # jobs submitted and not finished (see busy)
+        self._count_lock = threading.Lock()
         self.idle_gc: IdleGC | None = None  # see IdleGC; set by kera_lsp.run
         # Deep trees are walked recursively (kera_core.stack): give the worker a large C
         # stack too, for the frames that pass through C (generators, comparisons).
@@ -192,8 +194,15 @@ class Worker:
 
     def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
         fut: concurrent.futures.Future = concurrent.futures.Future()
+        with self._count_lock:
+            self._queued += 1
         self._jobs.put((fut, fn, args))
         return fut
+
+    @property
+    def busy(self) -> bool:
+        """Is a job running or waiting? (Background work yields to this worker's jobs.)"""
+        return self._queued > 0
 
     def stop(self) -> None:
         self._jobs.put(None)
@@ -215,14 +224,18 @@ class Worker:
             if item is None:
                 return
             fut, fn, args = item
-            if not fut.set_running_or_notify_cancel():
-                continue
             try:
-                with deep_recursion():
-                    result = fn(*args)
-                fut.set_result(result)
-            except BaseException as exc:  # delivered to the awaiting handler
-                fut.set_exception(exc)
+                if not fut.set_running_or_notify_cancel():
+                    continue
+                try:
+                    with deep_recursion():
+                        result = fn(*args)
+                    fut.set_result(result)
+                except BaseException as exc:  # delivered to the awaiting handler
+                    fut.set_exception(exc)
+            finally:
+                with self._count_lock:
+                    self._queued -= 1
 
 
 @dataclass

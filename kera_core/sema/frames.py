@@ -93,11 +93,43 @@ class Binding:
         return self.mutref or self.alias is not None
 
 
+class Scope(dict):
+    """One scope of a frame: name -> :class:`Binding`, in binding order, which also keeps
+    its hidden `$` names (the effect token, exit flags) apart, in the same order, so a
+    region's carried names are read without walking every local in scope (a long body
+    binds thousands). Every change goes through ``[]=``, ``del`` or ``setdefault``."""
+
+    __slots__ = ("flags",)
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.flags: dict[str, None] = {k: None for k in self if k[:1] == "$"}
+
+    def __setitem__(self, name: str, b: Binding) -> None:
+        if name[:1] == "$":
+            self.flags[name] = None
+        dict.__setitem__(self, name, b)
+
+    def __delitem__(self, name: str) -> None:
+        self.flags.pop(name, None)
+        dict.__delitem__(self, name)
+
+    def setdefault(self, name: str, b: Binding) -> Binding:  # type: ignore[override]
+        if name[:1] == "$":
+            self.flags.setdefault(name, None)
+        return dict.setdefault(self, name, b)
+
+    def _unsupported(self, *args, **kw):
+        raise TypeError("a Scope changes through []=, del and setdefault only")
+
+    pop = popitem = update = clear = __ior__ = _unsupported  # type: ignore[assignment]
+
+
 @dataclass
 class Frame:
     parent: Frame | None
     params: list[Type]
-    scopes: list[dict[str, Binding]] = field(default_factory=lambda: [{}])
+    scopes: list[Scope] = field(default_factory=lambda: [Scope()])
     captures: dict[Value, int] = field(default_factory=dict)  # outer value -> param index
     capture_inputs: list[Value] = field(default_factory=list)
     capture_start: int = 0

@@ -42,7 +42,7 @@ from kera_core.sema.env import (
     tuple_element_error,
     tuple_element_ok,
 )
-from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Val
+from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Scope, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
 from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
@@ -399,8 +399,8 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         names: list[str] = []
         seen: set[str] = set()
         for scope in self.frame.scopes:
-            for n in scope:
-                if n.startswith("$") and n not in seen:
+            for n in scope.flags:
+                if n not in seen:
                     seen.add(n)
                     names.append(n)
         for sn in syntax_nodes:
@@ -595,7 +595,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     # --- statements -------------------------------------------------------------------------
     def block(self, blk: ast.Block, expected: Type | None, fn_body: bool = False) -> Val:
         assert self.frame is not None
-        self.frame.scopes.append({})
+        self.frame.scopes.append(Scope())
         try:
             return self.seq([*blk.statements, blk.tail], expected, fn_body)
         finally:

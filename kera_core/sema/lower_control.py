@@ -16,7 +16,7 @@ from kera_core.diagnostics import Edit, Fix
 from kera_core.ir.node import Node, Region
 from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, Sym, Tensor, strip_ref
 from kera_core.sema.env import Use
-from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Val
+from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Scope, Val
 from kera_core.sema.lower_exits import may_exit
 from kera_core.sema.lower_views import is_slice
 from kera_core.source import Span
@@ -294,7 +294,9 @@ class ControlFlow:
             # in the body — inside the guard of a body that may exit, as the `let` would be
             base = self.iterated(bare, tval, outer)
             f.scopes.append(
-                {"#i": Binding("#i", Val(self.param(0, elem), elem), False, var_span, "loop")}
+                Scope(
+                    {"#i": Binding("#i", Val(self.param(0, elem), elem), False, var_span, "loop")}
+                )
             )
 
             def run_body():
@@ -303,7 +305,7 @@ class ControlFlow:
                 i = self.lookup("#i")
                 assert i is not None
                 v = self.op("index", [x, i.val], it.span)
-                self.frame.scopes.append({var: Binding(var, v, False, var_span, "loop")})
+                self.frame.scopes.append(Scope({var: Binding(var, v, False, var_span, "loop")}))
                 try:
                     return self.block(e.body, None)
                 finally:
@@ -311,7 +313,7 @@ class ControlFlow:
 
         else:
             f.scopes.append(
-                {var: Binding(var, Val(self.param(0, elem), elem), False, var_span, "loop")}
+                Scope({var: Binding(var, Val(self.param(0, elem), elem), False, var_span, "loop")})
             )
 
             def run_body():

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.source import Span, encode
-from kera_core.syntax.kinds import SyntaxKind
+from kera_core.syntax.kinds import _TRIVIA, SyntaxKind
 from kera_core.syntax.lexer import lex
 from kera_core.syntax.parse import _DEFAULT_CACHE, Parse, parse, run_rule
 from kera_core.syntax.parser import grammar
@@ -191,7 +191,7 @@ def _reparse_block(
     span = node.span
     if any(d.span.start == span.start for d in old.diagnostics if not d.code.startswith("K00")):
         return None  # a diagnostic reported at the `{` belongs to the enclosing construct
-    old_kinds = [t.kind for t in node.tokens()]
+    old_kinds = node.green.token_kinds()
     if not _is_balanced(old_kinds):
         return None  # the old block was never closed: what follows it depends on that
     delta = len(encode(edit.new_text)) - len(edit.span)
@@ -276,7 +276,7 @@ def _is_balanced(kinds: list[SyntaxKind]) -> bool:
     Any mismatched `(` or `[` inside could let error recovery run past the block's `}`
     in the full file, so such blocks are not reparsed alone.
     """
-    sig = [k for k in kinds if not k.is_trivia]
+    sig = [k for k in kinds if k not in _TRIVIA]
     if len(sig) < 2 or sig[0] != K.L_BRACE or sig[-1] != K.R_BRACE:
         return False
     if kinds[0] != K.L_BRACE or kinds[-1] != K.R_BRACE:
@@ -295,12 +295,16 @@ def _is_balanced(kinds: list[SyntaxKind]) -> bool:
     return not stack
 
 
+_OPENERS = frozenset(_OPEN)
+
+
 def _max_nesting(kinds: list[SyntaxKind]) -> int:
     depth = best = 0
     for k in kinds:
-        if k in (K.L_BRACE, K.L_PAREN, K.L_BRACK):
+        if k in _OPENERS:
             depth += 1
-            best = max(best, depth)
-        elif k in (K.R_BRACE, K.R_PAREN, K.R_BRACK):
+            if depth > best:
+                best = depth
+        elif k in _CLOSE:
             depth -= 1
     return best

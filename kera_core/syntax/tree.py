@@ -115,6 +115,21 @@ class GreenNode:
             g._kinds = bits
         return self._kinds
 
+    def token_kinds(self) -> list[SyntaxKind]:
+        """The kinds of every token below this node, in source order, read off the green
+        tree alone (no positioned nodes made): what a caller that needs no spans walks."""
+        out: list[SyntaxKind] = []
+        add = out.append
+        stack: list[GreenToken | GreenNode] = [self]
+        pop = stack.pop
+        while stack:
+            el = pop()
+            if el.is_token:
+                add(el.kind)
+            else:
+                stack.extend(reversed(el.children))  # type: ignore[union-attr]
+        return out
+
     def child_index_at(self, rel: int) -> int:
         """Index of the child whose range contains relative offset ``rel``."""
         return max(0, bisect_right(self.child_offsets(), rel) - 1)

@@ -24,7 +24,8 @@ log = logging.getLogger("kera_lsp")
 
 WATCHER_ID = "kera/watched-files"
 GLOB = "**/*.kera"
-CHUNK = 32  # files per indexing job (progress is reported between jobs)
+CHUNK = 8  # files per indexing job (progress is reported between jobs)
+YIELD_S = 2.0  # the most the scan waits, per chunk, for the worker's analyses to finish
 
 KINDS = {
     "function": T.SymbolKind.Function,
@@ -125,9 +126,11 @@ async def _scan(ls: KeraLanguageServer) -> None:
     p = await Progress.start(ls, "Kera: indexing the workspace")
     files = symbols = 0
     try:
+        await _after_analyses(ls)
         paths = await _on_indexer(ls, lambda: list(wi.scan(idx.roots)))
         files = len(paths)
         for i in range(0, files, CHUNK):
+            await _after_analyses(ls)
             symbols += await _on_indexer(ls, _index_many, idx, paths[i : i + CHUNK])
             done = min(i + CHUNK, files)
             p.report(f"{done}/{files} files", percentage=done * 100 // max(files, 1))
@@ -135,6 +138,19 @@ async def _scan(ls: KeraLanguageServer) -> None:
         idx.scanned = True
         p.end(f"{files} files, {symbols} symbols")
         log.info("indexed %d files (%d symbols) under %s", files, symbols, idx.roots)
+
+
+async def _after_analyses(ls: KeraLanguageServer) -> None:
+    """Wait (at most ``YIELD_S``) while the main worker has jobs: the scan's threads share
+    one interpreter, so a chunk parsed during a document's first analysis (the open, which
+    comes right after ``initialized``, when the scan starts) makes that analysis wait."""
+    worker = getattr(ls, "worker", None)
+    if worker is None:
+        return
+    loop = asyncio.get_running_loop()
+    until = loop.time() + YIELD_S
+    while worker.busy and loop.time() < until:
+        await asyncio.sleep(0.01)
 
 
 def file_touched(ls: KeraLanguageServer, uri: str) -> None:
