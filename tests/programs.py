@@ -89,8 +89,9 @@ def function(draw, index: int):
     for i in range(n):
         # a plain `let`, or the same local bound through a tuple: destructured, or held in
         # a tuple variable and read by field; or from a tuple holding a tensor (moved in,
-        # then borrowed by field), or from a struct holding a fixed-size tensor (`Held`)
-        kind = draw(st.sampled_from(["let", "let", "pair", "tuple", "held", "boxed"]))
+        # then borrowed by field), or from a struct holding a fixed-size tensor (`Held`), or
+        # from a tensor of structs (`Pt[N]`) filled by element and by field, then iterated
+        kind = draw(st.sampled_from(["let", "let", "pair", "tuple", "held", "boxed", "soa"]))
         e = draw(scalar_expr(2, i))
         if kind == "let":
             stmts.append((kind, e))
@@ -200,6 +201,20 @@ def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") 
             )
             lines.append(f"{ind}{v}h.t[1]{sp}={sp}{_e(e, nm, sp, t)};")
             lines.append(f"{ind}let {v}{sp}={sp}sum(&{v}h.t){sp}*{sp}{v}h.s;")
+        elif kind == "soa" and not generic:  # `Pt` holds f32: a plain `let` in a generic
+            ps, lp = f"{v}s", nm.loop
+            lines.append(f"{ind}let mut {ps}:{sp}Pt[{nm.dim}]{sp}={sp}zeros();")
+            lines.append(f"{ind}for {lp} in 0..{nm.dim}{sp}{{")
+            lines.append(
+                f"{ind}{ind}{ps}[{lp}]{sp}={sp}Pt{sp}{{ p:{sp}{nm.x}[{lp}],{sp}q:{sp}{_e(e, nm, sp, t)} }};"
+            )
+            lines.append(f"{ind}{ind}{ps}[{lp}].p{sp}*={sp}{_e(more[0], nm, sp, t)};")
+            lines.append(f"{ind}}}")
+            lines.append(f"{ind}let mut {v}a:{sp}{t}{sp}={sp}0.0;")
+            lines.append(f"{ind}for {lp} in &{ps}{sp}{{")
+            lines.append(f"{ind}{ind}{v}a{sp}+={sp}{lp}.p{sp}*{sp}{lp}.q;")
+            lines.append(f"{ind}}}")
+            lines.append(f"{ind}let {v}{sp}={sp}{v}a;")
         elif kind == "held":
             two = f"({_e(more[0], nm, sp, t)},{sp}{_e(e, nm, sp, t)})"
             lines.append(f"{ind}let {v}h:{sp}({t}[{nm.dim}],{sp}{t}){sp}={sp}{two};")
@@ -220,6 +235,7 @@ def render_fn(i: int, f: dict, nm: Names, lay: Layout, fname=lambda i: f"f{i}") 
 
 
 HELD = "struct Held { t: f32[2], s: f32 }"  # for the `boxed` statements
+PT = "struct Pt { p: f32, q: f32 }"  # for the `soa` statements: `Pt[N]`
 
 
 def render(prog: list[dict], nm: Names = Names(), lay: Layout = Layout(), order=None) -> str:
@@ -227,4 +243,6 @@ def render(prog: list[dict], nm: Names = Names(), lay: Layout = Layout(), order=
     parts = [render_fn(i, prog[i], nm, lay) for i in order]
     if any(k == "boxed" for f in prog for k, *_ in f["stmts"]):
         parts.insert(0, HELD)
+    if any(k == "soa" and not f.get("generic") for f in prog for k, *_ in f["stmts"]):
+        parts.insert(0, PT)
     return (lay.blank + "\n").join(parts) + "\n"

@@ -1,7 +1,7 @@
 """What users try and Kera lacks: one K0112 error that says so, with a way forward — never
 a cascade of syntax and type errors (issue 15, item 7). A syntax-level one is reported at
-the token that shows it (the operator in a dimension, the path's first name); a tensor of
-structs at its type; a method call at the whole call."""
+the token that shows it (the operator in a dimension, the path's first name); a method call
+at the whole call."""
 
 from __future__ import annotations
 
@@ -10,11 +10,6 @@ import pytest
 from kera_core.analysis import analyze
 
 CASES = [
-    (
-        "struct Body { x: f32, v: f32 }\npub fn f[N](b: &Body[N]) -> f32 { 1.0 }",
-        "tensors of structs are not in Kera yet",
-        "Body[N]",
-    ),
     ("pub fn f() -> f32 { a::b::c }", "paths are not in Kera", "a"),
     ("pub fn f() -> f64 { let x = Point::new::y; x }", "paths are not in Kera", "Point"),
     ("pub fn f[N](x: &f32[N]) -> f32[N % 2] { zeros() }", "not a dimension operator", "%"),

@@ -64,6 +64,7 @@ CODES: dict[str, str] = {
     "K0321": "invalid dimension expression",
     "K0322": "recursion through a generic function",
     "K0323": "tensor not allowed in a struct or tuple",
+    "K0324": "a tensor's element cannot be this struct",
     "K0326": "only a tensor can be sliced",
     "K0327": "invalid slice bound",
     "K0328": "slice length unknown",

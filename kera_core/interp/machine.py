@@ -7,7 +7,8 @@ region with the callee's dimensions bound from the argument shapes.
 
 **In-place updates.** `update` (a functional store) must not copy a whole tensor per
 element written, or a loop filling `y[i]` would be quadratic. Every tensor held by a
-slot (in any live activation) or by a loop driver is counted in ``self.held``; a slot
+slot (in any live activation, itself or inside a struct or tuple value) or by a loop
+driver is counted in ``self.held``; a slot
 is released right after its last use. When `update` finds that nobody else holds its
 tensor, it writes in place — the same "the old value is dead" reasoning a backend
 uses, made exact by counting.
@@ -100,9 +101,14 @@ class Machine:
 
     # --- holding tensors -------------------------------------------------------------
     def hold(self, v) -> None:
+        """Count the tensors ``v`` holds: itself, or those of a struct or tuple value (a
+        Python tuple), which are as much in use as a slot's own."""
         if type(v) is np.ndarray:
             k = id(v)
             self.held[k] = self.held.get(k, 0) + 1
+        elif type(v) is tuple:
+            for x in v:
+                self.hold(x)
 
     def release(self, v) -> None:
         if type(v) is np.ndarray:
@@ -112,6 +118,9 @@ class Machine:
                 self.held[k] = c
             else:
                 del self.held[k]
+        elif type(v) is tuple:
+            for x in v:
+                self.release(x)
 
     # --- plans ------------------------------------------------------------------------
     def plan(self, region_hash: bytes) -> Plan:
@@ -171,6 +180,8 @@ class Machine:
                 slots[s] = v
                 if type(v) is ndarray:
                     held[id(v)] = held.get(id(v), 0) + 1
+                elif type(v) is tuple:  # a struct's tensors (`hold`)
+                    self.hold(v)
         for node, h, ins, out, kill, dead in plan.fast:
             vals = [slots[s] for s in ins]
             for s in kill:
@@ -183,18 +194,24 @@ class Machine:
                         held[k] = c
                     else:
                         del held[k]
+                elif type(v) is tuple:
+                    self.release(v)
             if h is not None:
                 v = h(node, ctx, *vals)
                 if not dead[0]:
                     slots[out] = v
                     if type(v) is ndarray:
                         held[id(v)] = held.get(id(v), 0) + 1
+                    elif type(v) is tuple:
+                        self.hold(v)
                 continue
             for i, v in enumerate(self._control(node, vals, ctx)):
                 if not dead[i]:
                     slots[out + i] = v
                     if type(v) is ndarray:
                         held[id(v)] = held.get(id(v), 0) + 1
+                    elif type(v) is tuple:
+                        self.hold(v)
         result = [slots[s] for s in plan.yields]
         for s in plan.yields:
             if slots[s] is not None:

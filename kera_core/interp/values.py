@@ -87,7 +87,7 @@ def concrete_type(t: Type, dims: dict[int, int]) -> Type:
     if isinstance(t, Tensor):
         return Tensor(t.elem, concrete_shape(t, dims), t.space)
     if isinstance(t, Struct):
-        return Struct(t.name, tuple((n, concrete_type(ft, dims)) for n, ft in t.fields))
+        return Struct(t.name, tuple((n, concrete_type(ft, dims)) for n, ft in t.fields), t.soa)
     return t
 
 

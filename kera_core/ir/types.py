@@ -33,7 +33,7 @@ BOUNDS: dict[str, tuple[str, ...]] = {
 
 _TAG = {
     "prim": 1, "tensor": 2, "struct": 3, "ref": 4, "fn": 5, "unit": 6, "token": 7, "range": 8,
-    "tparam": 9,
+    "tparam": 9, "soa": 10,
 }  # fmt: skip
 
 
@@ -398,13 +398,18 @@ class Tensor(Type):
 
 @dataclass(frozen=True, eq=True)
 class Struct(Type):
-    """Nominal and structural at once: the name and the field list are both identity."""
+    """Nominal and structural at once: the name and the field list are both identity.
+
+    With ``soa`` it is a tensor of structs (`Body[N]`, language.md §8.1) laid out as a
+    structure of arrays: the same name, each field a tensor (or, for a struct or tuple
+    field, again a tensor of structs) of the one shape — :func:`soa_of`, :func:`soa_elem`."""
 
     name: str
     fields: tuple[tuple[str, Type], ...]
+    soa: bool = False
 
     def encode(self, w: Writer) -> None:
-        w.u8(_TAG["struct"])
+        w.u8(_TAG["soa" if self.soa else "struct"])
         w.str(self.name)
         w.uvar(len(self.fields))
         for fname, ftype in self.fields:
@@ -412,6 +417,9 @@ class Struct(Type):
             ftype.encode(w)
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
+        if self.soa:
+            dims = ", ".join(display_dim(d, dim_names) for d in soa_shape(self))
+            return f"{soa_elem(self).display(dim_names)}[{dims}]"
         if self.is_tuple:
             elems = [t.display(dim_names) for _, t in self.fields]
             return "(" + ", ".join(elems) + ("," if len(elems) == 1 else "") + ")"
@@ -505,6 +513,52 @@ def holds_tensor(t: Type | None) -> bool:
     return isinstance(t, Struct) and any(holds_tensor(ft) for _, ft in t.fields)
 
 
+def is_soa(t: Type | None) -> bool:
+    """Is ``t`` a tensor of structs (`Body[N]`, through a reference)?"""
+    t = t.inner if isinstance(t, Ref) else t
+    return isinstance(t, Struct) and t.soa
+
+
+def soa_of(elem: Struct, shape: tuple[Dim, ...]) -> Struct:
+    """The tensor of ``elem`` structs of ``shape`` (language.md §8.1): one tensor per field,
+    a struct or tuple field again a tensor of structs. ``elem`` holds only scalars and has a
+    field (the resolver checks both)."""
+    fields = []
+    for fname, ft in elem.fields:
+        if isinstance(ft, Struct):
+            fields.append((fname, soa_of(ft, shape)))
+        else:
+            assert isinstance(ft, Prim), ft
+            fields.append((fname, Tensor(ft, shape)))
+    return Struct(elem.name, tuple(fields), soa=True)
+
+
+def soa_elem(t: Struct) -> Struct:
+    """The element struct of the tensor of structs ``t`` (the inverse of :func:`soa_of`)."""
+    fields = []
+    for fname, ft in t.fields:
+        fields.append((fname, soa_elem(ft) if isinstance(ft, Struct) else ft.elem))  # type: ignore[attr-defined]
+    return Struct(t.name, tuple(fields))
+
+
+def soa_shape(t: Struct) -> tuple[Dim, ...]:
+    """The shape of the tensor of structs ``t``: that of each of its field tensors."""
+    ft = t.fields[0][1]
+    return soa_shape(ft) if isinstance(ft, Struct) else ft.shape  # type: ignore[attr-defined]
+
+
+def scalar_struct(t: Struct) -> bool:
+    """Does the struct (or tuple) ``t`` hold only scalars, through nested structs and
+    tuples, and at least one of them: a tensor of structs' element (§8.1)?"""
+    for _, ft in t.fields:
+        if isinstance(ft, Struct):
+            if ft.soa or not scalar_struct(ft):
+                return False
+        elif not isinstance(ft, Prim):
+            return False
+    return bool(t.fields)
+
+
 def strip_ref(t: Type) -> Type:
     return t.inner if isinstance(t, Ref) else t
 
@@ -517,7 +571,7 @@ def substitute(t: Type, binding: dict[int, Dim]) -> Type:
     if isinstance(t, Ref):
         return Ref(substitute(t.inner, binding), t.mutable)
     if isinstance(t, Struct):
-        return Struct(t.name, tuple((n, substitute(ft, binding)) for n, ft in t.fields))
+        return Struct(t.name, tuple((n, substitute(ft, binding)) for n, ft in t.fields), t.soa)
     return t
 
 

@@ -26,6 +26,7 @@ from kera_core.ir.types import (
     Type,
     Unit,
     dim_affine,
+    soa_shape,
 )
 from kera_core.keg.errors import KegError
 from kera_core.keg.format import MAX_TYPE_DEPTH, MAX_VARINT_BYTES
@@ -160,6 +161,20 @@ def _dim_expr(c: Cursor, at: int) -> DimExpr:
     return want
 
 
+def _soa_fields(fields) -> bool:
+    """Are ``fields`` those of a tensor of structs: each a host tensor or a tensor of
+    structs, all of one shape, at least one?"""
+    shapes = set()
+    for _, t in fields:
+        if isinstance(t, Struct) and t.soa:
+            shapes.add(soa_shape(t))
+        elif isinstance(t, Tensor) and t.space == "host":
+            shapes.add(t.shape)
+        else:
+            return False
+    return len(shapes) == 1
+
+
 def decode_type(c: Cursor, depth: int = 0) -> Type:
     """The inverse of ``Type.encode``, validating names as docs/graph.md lists them."""
     if depth > MAX_TYPE_DEPTH:
@@ -191,11 +206,13 @@ def decode_type(c: Cursor, depth: int = 0) -> Type:
         if space not in SPACES:
             raise c.fail("bad-type", f"unknown memory space {space!r}", space_at)
         return Tensor(elem, tuple(shape), space)
-    if tag == 3:
+    if tag in (3, 10):  # a struct; a tensor of structs (docs/graph.md)
         name = c.text()
         n = c.count("struct fields", 2)
         fields = tuple((c.text(), decode_type(c, depth + 1)) for _ in range(n))
-        return Struct(name, fields)
+        if tag == 10 and not _soa_fields(fields):
+            raise c.fail("bad-type", "a tensor of structs whose fields are not one shape", at)
+        return Struct(name, fields, soa=tag == 10)
     if tag == 4:
         mutable = c.flag("a reference's mutability", "bad-type")
         return Ref(decode_type(c, depth + 1), mutable)

@@ -30,6 +30,9 @@ from kera_core.ir.types import (
     TypeParam,
     dim_add,
     dim_scale,
+    holds_tensor,
+    scalar_struct,
+    soa_of,
     tuple_type,
 )
 from kera_core.sema import literals
@@ -312,18 +315,19 @@ class TypeResolver:
             base = self._named(elem.name if elem else None)
             if base is None:
                 return None
-            if isinstance(base, Struct):
+            if isinstance(base, Struct) and not scalar_struct(base):
+                what = "holds a tensor" if holds_tensor(base) else "has no fields"
                 self.diags.append(
                     error(
-                        "K0112",
+                        "K0324",
                         t.span,
-                        f"tensors of structs are not in Kera yet (`{base}[…]`): pass one"
-                        " tensor per field instead (`x: &mut f32[N], v: &mut f32[N]`), or"
-                        " a struct whose fields are fixed-size tensors (§8)",
+                        f"a tensor's elements are numbers or structs of numbers, but `{base}`"
+                        f" {what}: a tensor of structs (§8.1) takes structs whose fields are"
+                        " scalars or structs and tuples of scalars",
                     )
                 )
                 return None
-            if base not in PRIMS.values() and not isinstance(base, TypeParam):
+            if base not in PRIMS.values() and not isinstance(base, TypeParam | Struct):
                 self.diags.append(
                     error("K0301", t.span, f"tensor elements must be primitive, not `{base}`")
                 )
@@ -336,6 +340,8 @@ class TypeResolver:
                 if dim is None:
                     return None
                 shape.append(dim)
+            if isinstance(base, Struct):  # `Body[N]`: one tensor per field (§8.1)
+                return soa_of(base, tuple(shape))
             return Tensor(base, tuple(shape))  # type: ignore[arg-type]
         return None
 

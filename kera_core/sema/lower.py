@@ -28,6 +28,9 @@ from kera_core.ir.types import (
     Unit,
     display_dim,
     elem_of,
+    is_soa,
+    soa_elem,
+    soa_shape,
     strip_ref,
     tuple_type,
 )
@@ -868,11 +871,15 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if method is False:  # pragma: no cover - every Expr class has a method
             return self.err("K0315", e.span, f"unsupported expression `{e.syntax}`")
         v = method(self, e, expected)
+        self.note_type(e, v.type)
+        return v
+
+    def note_type(self, e: ast.Expr, t: Type | None) -> None:
+        """Record the type of the expression ``e`` (for the IDE and the borrow checker)."""
         syntax = e.syntax
         start = syntax.offset  # the key is (e.span.start, e.span.end, kind)
         green = syntax.green
-        self.expr_types[(start, start + green.text_len, green.kind)] = v.type
-        return v
+        self.expr_types[(start, start + green.text_len, green.kind)] = t
 
     def e_ConstPath(self, e: ast.ConstPath, expected):
         """``f32::PI``, ``i32::MAX``: the constant's bits (sema/type_constants.py)."""
@@ -1112,14 +1119,87 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     def e_IndexExpr(self, e: ast.IndexExpr, expected):
         if is_slice(e):
             return self.e_slice(e)
-        base = self.expr(e.base, None)
-        idx = [self.expr(i, I64) for i in e.indices]
-        return self.op("index", [base, *idx], e.span)
+        v, idx = self.soa_element(e)
+        return v if idx is None else self.soa_at(v, idx, e.span)
 
     def e_FieldExpr(self, e: ast.FieldExpr, expected):
-        base = self.expr(e.base, None)
+        v, idx = self.soa_element(e)
+        return v if idx is None else self.soa_at(v, idx, e.span)
+
+    def soa_element(self, e: ast.IndexExpr | ast.FieldExpr) -> tuple[Val, list[Val] | None]:
+        """``e`` (`x[i]`, `p.f`) lowered — or, where it is an element of a tensor of structs
+        or a struct field of one (`bodies[i]`, `bodies[i].pos`), the tensor of structs that
+        holds it and the indices (`bodies.pos` and `[i]`), so that `bodies[i].pos.x` reads
+        the one tensor `bodies.pos.x` at `i` (language.md §8.1)."""
+        if isinstance(e, ast.IndexExpr):
+            base = self.expr(e.base, None)
+            idx = [self.expr(i, I64) for i in e.indices]
+            if not base.is_err and is_soa(base.type):
+                if not self.soa_indices_ok(strip_ref(base.type), idx, e):
+                    return ERR_VAL, None
+                return base, idx
+            return self.op("index", [base, *idx], e.span), None
+        inner = unparen(e.base)
+        if isinstance(inner, ast.FieldExpr) or (
+            isinstance(inner, ast.IndexExpr) and not is_slice(inner)
+        ):
+            base, idx = self.soa_element(inner)  # not through `expr`: note its type here
+            held = soa_elem(strip_ref(base.type)) if idx is not None else base.type  # type: ignore[arg-type]
+            self.note_type(inner, held)
+        else:
+            base, idx = self.expr(e.base, None), None
         if base.is_err or e.field is None:
+            return ERR_VAL, None
+        if idx is None:
+            return self.field_of(base, e), None
+        v = self.field_of(base, e)  # the field's tensor (`bodies.x`) of the tensor of structs
+        if v.is_err or is_soa(v.type):
+            return v, None if v.is_err else idx
+        return self.op("index", [v, *idx], e.span), None
+
+    def soa_indices_ok(self, t, idx: list[Val], e: ast.IndexExpr) -> bool:
+        """Are ``idx`` one integer per dimension of the tensor of structs ``t`` (K0304,
+        K0301 as `index` says them of a tensor)?"""
+        if any(i.is_err for i in idx):
+            return False
+        rank = len(soa_shape(t))
+        if len(idx) != rank:
+            self.err("K0304", e.span, f"expected {rank} index(es), found {len(idx)}")
+            return False
+        for i, x in zip(idx, e.indices, strict=True):
+            if not (isinstance(i.type, Prim) and i.type.is_int):
+                self.err("K0301", x.span, f"an index must be an integer, found {self.show(i.type)}")
+                return False
+        return True
+
+    def soa_at(self, v: Val, idx: list[Val], span: Span) -> Val:
+        """The element at ``idx`` of the tensor of structs ``v``: a struct value built from
+        one element of each field's tensor (a copy, §8.1)."""
+        t = strip_ref(v.type)
+        assert isinstance(t, Struct) and t.soa
+        parts = []
+        for k, (_, ft) in enumerate(t.fields):
+            f = self.op("field", [v], span, {"index": k})
+            parts.append(
+                self.soa_at(f, idx, span) if is_soa(ft) else self.op("index", [f, *idx], span)
+            )
+        if any(p.is_err for p in parts):
             return ERR_VAL
+        return self.op("struct", parts, span, {"type": soa_elem(t)})
+
+    def soa_zeros(self, t: Struct, span: Span) -> Val:
+        """`zeros()` as a tensor of structs ``t``: every field's tensor zero (§8.1)."""
+        parts = [
+            self.soa_zeros(ft, span)
+            if isinstance(ft, Struct)
+            else self.op("full", [self.const(ft.elem, 0, span)], span, {"type": ft})  # type: ignore[attr-defined]
+            for _, ft in t.fields
+        ]
+        return self.op("struct", parts, span, {"type": t})
+
+    def field_of(self, base: Val, e: ast.FieldExpr) -> Val:
+        """The field ``e.field`` of the struct or tuple value ``base``."""
+        assert e.field is not None
         t = strip_ref(base.type)
         if not isinstance(t, Struct):
             return self.err(

@@ -27,6 +27,7 @@ from kera_core.ir.types import (
     elem_of,
     has_type_params,
     instantiate,
+    is_soa,
     strip_ref,
     substitute,
 )
@@ -556,6 +557,15 @@ class Calls:
             return self.op(name, [x, eps], e.span, attrs)
         if kind == "fill":
             t = strip_ref(expected) if expected is not None else None
+            if name == "zeros" and is_soa(t):  # a tensor of structs (§8.1)
+                return self.soa_zeros(t, e.span)
+            if is_soa(t):
+                return self.err(
+                    "K0301",
+                    e.span,
+                    f"`{name}` fills a tensor of numbers; a tensor of structs"
+                    f" ({self.show(t)}) starts from `zeros()`",
+                )
             if not isinstance(t, Tensor):
                 return self.err(
                     "K0301",

@@ -14,8 +14,22 @@ from __future__ import annotations
 
 from kera_core.diagnostics import Edit, Fix
 from kera_core.ir.node import Node, Region
-from kera_core.ir.types import BOOL, I64, UNIT, RangeType, Ref, Struct, Sym, Tensor, strip_ref
-from kera_core.sema.env import Use
+from kera_core.ir.types import (
+    BOOL,
+    I64,
+    UNIT,
+    RangeType,
+    Ref,
+    Struct,
+    Sym,
+    Tensor,
+    Type,
+    is_soa,
+    soa_elem,
+    soa_shape,
+    strip_ref,
+)
+from kera_core.sema.env import Use, did_you_mean
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Scope, Val
 from kera_core.sema.lower_exits import may_exit
 from kera_core.sema.lower_views import is_slice
@@ -27,6 +41,24 @@ COMPOUND = {
     K.PLUSEQ: "add", K.MINUSEQ: "sub", K.STAREQ: "mul", K.SLASHEQ: "div", K.PERCENTEQ: "rem",
     K.AMPEQ: "and", K.PIPEEQ: "or", K.CARETEQ: "xor", K.SHLEQ: "shl", K.SHREQ: "shr",
 }  # fmt: skip
+
+
+def soa_chain(target) -> tuple[ast.Expr, list[ast.FieldExpr]] | None:
+    """A place `x[i]`, `p.f` or `x[i].f.g`: the place the fields are taken of (an element
+    `x[i]`, or a struct `p`) and the fields from the outermost (`g`, `f`); None for others."""
+    fields: list[ast.FieldExpr] = []
+    while True:
+        while isinstance(target, ast.ParenExpr):
+            target = target.inner
+        if isinstance(target, ast.FieldExpr) and target.field is not None:
+            fields.append(target)
+            target = target.base
+            if not isinstance(target, ast.FieldExpr | ast.IndexExpr | ast.ParenExpr):
+                return (target, fields)
+            continue
+        if isinstance(target, ast.IndexExpr) and not is_slice(target):
+            return (target, fields)
+        return None
 
 
 class ControlFlow:
@@ -48,6 +80,115 @@ class ControlFlow:
 
         self.assign_place(lhs, value, compound is not None, e.span)
         return Val(None, UNIT)
+
+    def index_store(self, target: ast.IndexExpr, make, needs_current: bool, span: Span):
+        """The store of ``make(current, type)`` into the element ``target`` (`x[i]`) of the
+        value ``base`` — of a tensor of structs too (`bodies[i] = Body { … }`, §8.1)."""
+
+        def store(base: Val, base_type) -> Val:
+            if is_soa(base_type):
+                return self.soa_store(base, base_type, target, [], make, needs_current, span)
+            t = base_type.elem if hasattr(base_type, "elem") else None
+            if needs_current:  # `x[i] += v`: read the element first
+                idx = [self.expr(i, I64) for i in target.indices]
+                v = make(self.op("index", [base, *idx], target.span), t)
+            else:  # `x[i] = v`: the right-hand side is evaluated first
+                v = make(None, t)
+                idx = [self.expr(i, I64) for i in target.indices]
+            return self.op("update", [base, *idx, v], span)
+
+        return store
+
+    def field_store(self, target: ast.FieldExpr, make, needs_current: bool, span: Span):
+        """The store of ``make(current, type)`` into the field ``target`` (`p.f`) of the
+        struct value ``base``."""
+
+        def set_field(base: Val, base_type) -> Val:
+            i = self.field_index(base_type, target)
+            if i is None:
+                return ERR_VAL
+            cur = self.op("field", [base], target.span, {"index": i}) if needs_current else None
+            v = make(cur, base_type.fields[i][1])
+            return self.op("set_field", [base, v], span, {"index": i})
+
+        return set_field
+
+    def field_index(self, t, target: ast.FieldExpr) -> int | None:
+        """The index of the field ``target`` names in the struct type ``t``; None after
+        K0204."""
+        assert target.field is not None
+        fname = target.field.text
+        if not isinstance(t, Struct):
+            self.err("K0204", target.field.span, f"{self.show(t)} has no field `{fname}`")
+            return None
+        i = t.field_index(fname)
+        if i is None:
+            self.err(
+                "K0204",
+                target.field.span,
+                f"struct `{t.name}` has no field `{fname}`"
+                + did_you_mean(fname, [f for f, _ in t.fields]),
+            )
+            return None
+        if not t.is_tuple:
+            self.uses.append(Use(target.field.span, "field", name=fname, owner=t.name))
+        return i
+
+    def soa_store(
+        self, base: Val, t: Struct, ix: ast.IndexExpr, fields, make, needs_current: bool, span
+    ) -> Val:
+        """Store ``make(current, type)`` into `bodies[i].f.g` of the tensor of structs
+        ``base`` (`bodies`): into the one tensor `bodies.f.g` at `i` — or, where `g` is a
+        struct (or there are no ``fields``), into each of its fields' tensors (§8.1)."""
+        path: list[int] = []
+        place: Type = t
+        for fe in reversed(fields):  # outermost field first: `bodies[i].f` before `.g`
+            i = self.field_index(place if isinstance(place, Struct) else place.elem, fe)  # type: ignore[attr-defined]
+            if i is None:
+                return ERR_VAL
+            path.append(i)
+            place = place.fields[i][1]  # type: ignore[attr-defined]
+        leaves = [base]
+        for i in path:
+            leaves.append(self.op("field", [leaves[-1]], ix.span, {"index": i}))
+        at = leaves[-1]
+        elem = soa_elem(place) if is_soa(place) else place.elem  # type: ignore[attr-defined]
+        if needs_current:  # `bodies[i].x += v`: read the element first
+            idx = [self.expr(i, I64) for i in ix.indices]
+            if not self.soa_indices_ok(t, idx, ix):
+                return ERR_VAL
+            if is_soa(place):
+                cur = self.soa_at(at, idx, ix.span)
+            else:
+                cur = self.op("index", [at, *idx], ix.span)
+            v = make(cur, elem)
+        else:  # `bodies[i] = v`: the right-hand side is evaluated first
+            v = make(None, elem)
+            idx = [self.expr(i, I64) for i in ix.indices]
+            if not self.soa_indices_ok(t, idx, ix):
+                return ERR_VAL
+        if v.is_err:
+            return ERR_VAL
+        if not self.check_type(elem, v, span, "assignment to an element"):
+            return ERR_VAL
+        new = self.soa_update(at, place, idx, v, span)
+        for k, i in reversed(list(enumerate(path))):
+            new = self.op("set_field", [leaves[k], new], span, {"index": i})
+        return new
+
+    def soa_update(self, at: Val, t, idx: list[Val], v: Val, span: Span) -> Val:
+        """The tensor (of structs) ``at`` of type ``t`` with the element at ``idx`` set to
+        ``v``: one `update` per field's tensor."""
+        if not is_soa(t):
+            return self.op("update", [at, *idx, v], span)
+        new = at
+        for k, (_, ft) in enumerate(t.fields):
+            part = self.op("field", [v], span, {"index": k})
+            leaf = self.op("field", [new], span, {"index": k})
+            new = self.op(
+                "set_field", [new, self.soa_update(leaf, ft, idx, part, span)], span, {"index": k}
+            )
+        return new
 
     def assign_place(self, target, make, needs_current: bool, span: Span) -> Val:
         """Store ``make(current, type)`` into the place ``target``; returns the new root value."""
@@ -105,39 +246,27 @@ class ControlFlow:
                 return self.update_slice_val(base, spec, v, span)
 
             return self.assign_place(target.base, store_view, True, span)
-        if isinstance(target, ast.IndexExpr):
+        chain = soa_chain(target)
+        if chain is not None and not chain[1]:  # `x[i] = v`, `bodies[i] = Body { … }`
+            store = self.index_store(target, make, needs_current, span)
+            return self.assign_place(chain[0].base, store, True, span)  # type: ignore[attr-defined]
+        if chain is not None and not isinstance(chain[0], ast.IndexExpr):  # `p.f.g = v`
+            store = self.field_store(chain[1][0], make, needs_current, span)
+            return self.assign_place(chain[1][0].base, store, True, span)
+        if chain is not None:  # `a[i].f.g = v`: of a tensor of structs, `a.f.g[i] = v` (§8.1)
+            ix, fields = chain
+            plain, current = make, needs_current
+            for fe in fields:  # the outermost first: `g` is stored into `f`, into `a[i]`
+                plain = self.field_store(fe, plain, current, span)
+                current = True
+            elements = self.index_store(ix, plain, True, span)  # type: ignore[arg-type]
 
             def store(base: Val, base_type) -> Val:
-                t = base_type.elem if hasattr(base_type, "elem") else None
-                if needs_current:  # `x[i] += v`: read the element first
-                    idx = [self.expr(i, I64) for i in target.indices]
-                    v = make(self.op("index", [base, *idx], target.span), t)
-                else:  # `x[i] = v`: the right-hand side is evaluated first
-                    v = make(None, t)
-                    idx = [self.expr(i, I64) for i in target.indices]
-                return self.op("update", [base, *idx, v], span)
+                if is_soa(base_type):
+                    return self.soa_store(base, base_type, ix, fields, make, needs_current, span)
+                return elements(base, base_type)
 
-            return self.assign_place(target.base, store, True, span)
-        if isinstance(target, ast.FieldExpr) and target.field is not None:
-            fname = target.field.text
-
-            def set_field(base: Val, base_type) -> Val:
-                if not isinstance(base_type, Struct):
-                    return self.err(
-                        "K0204", target.field.span, f"{self.show(base_type)} has no field `{fname}`"
-                    )
-                i = base_type.field_index(fname)
-                if i is None:
-                    return self.err(
-                        "K0204",
-                        target.field.span,
-                        f"struct `{base_type.name}` has no field `{fname}`",
-                    )
-                cur = self.op("field", [base], target.span, {"index": i}) if needs_current else None
-                v = make(cur, base_type.fields[i][1])
-                return self.op("set_field", [base, v], span, {"index": i})
-
-            return self.assign_place(target.base, set_field, True, span)
+            return self.assign_place(ix.base, store, True, span)  # type: ignore[attr-defined]
         if target is None:
             return ERR_VAL
         return self.err(
@@ -260,6 +389,8 @@ class ControlFlow:
         if rng.is_err:
             return ERR_VAL
         tensor = strip_ref(rng.type)
+        if is_soa(tensor):  # `for b in bodies`: `b` is `bodies[i]`, a copy (§8.1)
+            tensor = Tensor(I64, soa_shape(tensor))  # type: ignore[arg-type]  (its shape)
         if isinstance(tensor, Tensor):
             if tensor.rank != 1:
                 return self.err(
@@ -304,7 +435,10 @@ class ControlFlow:
                 x = self.lookup_iterated(base)
                 i = self.lookup("#i")
                 assert i is not None
-                v = self.op("index", [x, i.val], it.span)
+                if is_soa(x.type):
+                    v = self.soa_at(x, [i.val], it.span)
+                else:
+                    v = self.op("index", [x, i.val], it.span)
                 self.frame.scopes.append(Scope({var: Binding(var, v, False, var_span, "loop")}))
                 try:
                     return self.block(e.body, None)
