@@ -160,14 +160,7 @@ class References:
             v = ERR_VAL
         else:
             v = self._mut_variable(target, borrow.span)
-        if not v.is_err and declared is not None and declared != v.type:
-            self.err(
-                "K0301",
-                borrow.span,
-                f"mismatched types: expected {self.show(declared)}, found {self.show(v.type)}"
-                " (value)",
-            )
-            v = ERR_VAL
+        v = self._as_declared(v, declared, borrow)
         if ref is None:
             return
         name = ref.text
@@ -191,20 +184,24 @@ class References:
             name, Val(None, v.type), True, ref.span, "local", aliased, True
         )
 
+    def _as_declared(self, v: Val, declared: Type | None, borrow: ast.RefExpr) -> Val:
+        """``v``, or an error value (K0301) when a `let`'s declared type is another."""
+        if v.is_err or declared is None or declared == v.type:
+            return v
+        self.err(
+            "K0301",
+            borrow.span,
+            f"mismatched types: expected {self.show(declared)}, found {self.show(v.type)} (value)",
+        )
+        return ERR_VAL
+
     def let_view(self, st: ast.LetStmt, borrow: ast.RefExpr, declared: Type | None) -> None:
         """`let r = &mut x[i, ..];`: ``r`` names that region of ``x`` (its bounds evaluated
         here, once)."""
         assert self.frame is not None
         ref = st.name
         v, target = self.mut_view(borrow, unparen(borrow.operand))  # type: ignore[arg-type]
-        if not v.is_err and declared is not None and declared != v.type:
-            self.err(
-                "K0301",
-                borrow.span,
-                f"mismatched types: expected {self.show(declared)}, found {self.show(v.type)}"
-                " (value)",
-            )
-            v = ERR_VAL
+        v = self._as_declared(v, declared, borrow)
         if ref is None:
             return
         name = ref.text
