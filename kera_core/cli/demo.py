@@ -98,6 +98,7 @@ def cmd_demo(args) -> int:
         raise UsageError(f"{args.dir}: no .kera files or packages")
     runnable = targets.runners()
     unable: dict[str, str] = {}  # target → why this machine cannot run it
+    refused: dict[str, int] = {}  # target → functions it cannot compile yet
     cols = "".join(f" {t.name:>13}" for t in runnable)
     head = (
         f"{'example':<16} {'fns':>4} {'nodes':>6} {'diags':>6} {'format':>8} {'ms':>6}  "
@@ -128,7 +129,9 @@ def cmd_demo(args) -> int:
                 got = _results(c.program, t.name)
                 same = [f for f in got if got[f] == reference[f]]
                 bad += len(got) - len(same)
-                cells += f" {f'{len(same)}/{len(reference)} same':>13}"
+                refused[t.name] = refused.get(t.name, 0) + len(reference) - len(got)
+                cell = f"{len(same)}/{len(got)} same" if got else "all refused"
+                cells += f" {cell:>13}"
         print(
             f"{c.name:<16} {len(g.exported()):>4} {len(g.nodes):>6} "
             f"{c.diagnostics:>6} {c.fmt:>8} {ms:>6.0f}  {fp:<24} {result:<24}{cells}"
@@ -136,10 +139,13 @@ def cmd_demo(args) -> int:
     print(f"\n{len(paths)} examples, {bad} problem(s)")
     for name, why in sorted(unable.items()):
         print(f"{name}: not run here: {why}")
+    for name, n in sorted(refused.items()):
+        if n:
+            print(f"{name}: {n} function(s) it cannot compile yet, refused at compile time")
     print(
-        "a target column counts the exported functions whose result digest equals the"
-        " interpreter's;\nfunctions a target cannot compile yet are not counted"
-        " (`kera run --target all` lists them);\na name ending in `/` is a package"
+        "a target column counts, of the exported functions the target compiles, those whose"
+        " result digest equals the interpreter's;\nthe functions it refuses are counted"
+        " apart (`kera run --target all` says why);\na name ending in `/` is a package"
         " (all of its files; its `pub` functions)"
     )
     return 1 if bad else 0
