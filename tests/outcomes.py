@@ -50,6 +50,30 @@ def analyzed(src: str):
     return a.module
 
 
+def generated_inputs(
+    m, fn: str, n: int, seed: int, adversarial: bool = False, dims: dict | None = None
+) -> dict:
+    """Generated arguments of ``fn`` in module ``m``: its first dimension parameter is ``n``
+    (or the parameters are ``dims``, by position)."""
+    from kera_core.interp.gen import InputGenerator
+
+    f = m.graph.functions[fn]
+    names = m.functions[fn].sig.param_names
+    gen = InputGenerator(seed, adversarial)
+    dims = {0: n} if dims is None else dims
+    return {p: gen.value(t, dims) for p, t in zip(names, f.type.params, strict=True)}
+
+
+def errors(src: str) -> list:
+    """The error diagnostics of ``src``."""
+    return [d for d in analyze(src).diagnostics if d.is_error]
+
+
+def spanned(src: str, span) -> str:
+    """The text of ``src`` that ``span`` (byte offsets) covers."""
+    return src.encode()[span.start : span.end].decode()
+
+
 def runnable_target(tname: str):
     """The registered target ``tname``, or the test stops (tool_missing: a failure under
     CI=true) saying why it cannot load or run here."""

@@ -15,14 +15,21 @@ from kera_core.analysis import analyze
 from kera_core.cli import run as run_cli
 from kera_core.ide import completion, hover
 from kera_core.interp.api import run_function as reference
-from kera_core.interp.gen import InputGenerator
 from kera_core.ir.types import F32, Struct, Tensor, holds_tensor, tuple_type
 from kera_core.keg import read_keg, write_keg
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import run_module
 from kera_core.workspace import Document
-from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
+from tests.outcomes import (
+    analyzed,
+    errors,
+    generated_inputs,
+    outcome,
+    runnable_target,
+    same_as_reference,
+    spanned,
+)
 from tests.tools import tool_missing
 
 SRC = """\
@@ -128,25 +135,10 @@ def m():
     return analyzed(SRC)
 
 
-def inputs(m, fn: str, n: int, seed: int, adversarial: bool = False) -> dict:
-    f = m.graph.functions[fn]
-    names = m.functions[fn].sig.param_names
-    gen = InputGenerator(seed, adversarial)
-    return {p: gen.value(t, {0: n}) for p, t in zip(names, f.type.params, strict=True)}
-
-
 CASES = [(n, seed, adv) for n in (0, 1, 5) for seed, adv in ((1, False), (2, True))]
 
 
 # --- the checker ------------------------------------------------------------------------------
-
-
-def errors(src: str) -> list:
-    return [d for d in analyze(src).diagnostics if d.is_error]
-
-
-def at(src: str, span) -> str:
-    return src.encode()[span.start : span.end].decode()
 
 
 HEAD = "struct L { w: f32[3], k: f32 }\nfn use_l(l: L) -> f32 { l.k }\n"
@@ -212,18 +204,18 @@ def test_ownership_diagnostics(body: str, code: str, where: str, message: str, n
     errs = errors(src)
     assert len(errs) == 1, [str(d) for d in errs]
     (d,) = errs
-    assert d.code == code and at(src, d.span) == where and message in d.message, str(d)
+    assert d.code == code and spanned(src, d.span) == where and message in d.message, str(d)
     assert any(note in r.message for r in d.related), str(d)
 
 
 def test_a_field_behind_a_borrow_is_not_moved_out() -> None:
     src = HEAD + "pub fn f(l: &L) -> f32[3] { l.w }\n"
     (d,) = errors(src)
-    assert d.code == "K0408" and at(src, d.span) == "l.w"
+    assert d.code == "K0408" and spanned(src, d.span) == "l.w"
     assert "out of the borrow `l`" in d.message and d.related[0].message == "`l` is a borrow"
     src = HEAD + "pub fn f(l: &mut L) -> L { l }\n"
     (d,) = errors(src)
-    assert d.code == "K0408" and at(src, d.span) == "l"
+    assert d.code == "K0408" and spanned(src, d.span) == "l"
 
 
 def test_the_fix_borrows_the_field() -> None:
@@ -241,7 +233,11 @@ def test_a_field_move_moves_the_whole_struct() -> None:
     body = "pub fn f(l: L) -> L {{\n    {}\n}}\n"
     late = HEAD + body.format("L { w: l.w, k: l.k }")
     (d,) = errors(late)
-    assert d.code == "K0401" and at(late, d.span) == "l" and at(late, d.related[0].span) == "l.w"
+    assert (
+        d.code == "K0401"
+        and spanned(late, d.span) == "l"
+        and spanned(late, d.related[0].span) == "l.w"
+    )
     assert d.related[0].message == "value partly moved here"
     assert errors(HEAD + body.format("L { k: l.k, w: l.w }")) == []
     # a field of a temporary moves alone (the rest is dropped)
@@ -319,7 +315,7 @@ def test_checker_diagnostics(src: str, code: str, where: str, message: str) -> N
     errs = errors(src)
     assert len(errs) == 1, [str(d) for d in errs]
     (d,) = errs
-    assert d.code == code and at(src, d.span) == where and message in d.message, str(d)
+    assert d.code == code and spanned(src, d.span) == where and message in d.message, str(d)
 
 
 def test_a_dimension_constant_sizes_a_field() -> None:
@@ -382,7 +378,7 @@ def test_the_loop_program_gives_the_interpreters_bits(m) -> None:
     for fn in (*FNS, *PRINTS):
         progs = {t: lower_program(m.graph, fn, t) for t in (CPU, GRID)}
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv)
             want = outcome(lambda: reference(m, fn, a))  # noqa: B023
             assert want.startswith("ok "), (fn, n, want)
             for t, prog in progs.items():
@@ -395,7 +391,7 @@ def _target(tname: str, m) -> None:
     for fn in (*FNS, *PRINTS):
         assert not t.unsupported(m.graph, fn), (tname, fn, t.unsupported(m.graph, fn))
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv)
             same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), tname, fn, n, seed)  # noqa: B023
 
 
@@ -426,7 +422,7 @@ def test_verilog_gives_the_interpreters_bits(m) -> None:
     t = runnable_target("verilog")
     for fn in CALL_FREE:
         assert not t.unsupported(m.graph, fn), (fn, t.unsupported(m.graph, fn))
-        a = inputs(m, fn, 3, 1)
+        a = generated_inputs(m, fn, 3, 1)
         same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), "verilog", fn)  # noqa: B023
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kera_core.analysis import analyze
 from kera_core.cli import run as run_cli
 from kera_core.interp.api import run_function as reference
-from kera_core.interp.gen import InputGenerator
 from kera_core.ir.types import (
     F32,
     PRIMS,
@@ -34,7 +32,15 @@ from kera_core.keg import read_keg, write_keg
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import run_module
-from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
+from tests.outcomes import (
+    analyzed,
+    errors,
+    generated_inputs,
+    outcome,
+    runnable_target,
+    same_as_reference,
+    spanned,
+)
 from tests.tools import tool_missing
 
 SRC = """\
@@ -108,14 +114,6 @@ CALL_FREE = ("energy", "ring", "grid")  # what verilog runs
 @pytest.fixture(scope="module")
 def m():
     return analyzed(SRC)
-
-
-def inputs(m, fn: str, n: int, seed: int, adversarial: bool = False) -> dict:
-    f = m.graph.functions[fn]
-    names = m.functions[fn].sig.param_names
-    gen = InputGenerator(seed, adversarial)
-    dims = {0: n, 1: n + 1}
-    return {p: gen.value(t, dims) for p, t in zip(names, f.type.params, strict=True)}
 
 
 CASES = [(n, seed, adv) for n in (1, 5) for seed, adv in ((1, False), (2, True))]
@@ -207,14 +205,6 @@ def test_the_keg_reader_checks_a_tensor_of_structs() -> None:
 # --- the checker ------------------------------------------------------------------------------
 
 
-def errors(src: str) -> list:
-    return [d for d in analyze(src).diagnostics if d.is_error]
-
-
-def at(src: str, span) -> str:
-    return src.encode()[span.start : span.end].decode()
-
-
 HEAD = "struct B { x: f32, v: f32 }\nstruct L { w: f32[2] }\nstruct E {}\n"
 
 
@@ -276,7 +266,7 @@ def test_checker_diagnostics(body: str, code: str, where: str, message: str) -> 
     errs = errors(src)
     assert len(errs) == 1, [str(d) for d in errs]
     (d,) = errs
-    assert d.code == code and at(src, d.span).endswith(where) and message in d.message, str(d)
+    assert d.code == code and spanned(src, d.span).endswith(where) and message in d.message, str(d)
 
 
 def test_element_copies_and_borrowed_fields_check_clean() -> None:
@@ -326,7 +316,7 @@ def test_the_loop_program_gives_the_interpreters_bits(m) -> None:
     for fn in FNS:
         progs = {t: lower_program(m.graph, fn, t) for t in (CPU, GRID)}
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv, dims={0: n, 1: n + 1})
             want = outcome(lambda: reference(m, fn, a, {0: n}))  # noqa: B023
             assert want.startswith("ok "), (fn, n, want)
             for t, prog in progs.items():
@@ -339,7 +329,7 @@ def _target(tname: str, m, fns=FNS) -> None:
     for fn in fns:
         assert not t.unsupported(m.graph, fn), (tname, fn, t.unsupported(m.graph, fn))
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv, dims={0: n, 1: n + 1})
             same_as_reference(
                 m,
                 fn,
@@ -368,7 +358,7 @@ def test_verilog_gives_the_interpreters_bits(m) -> None:
     t = runnable_target("verilog")
     for fn in CALL_FREE:
         assert not t.unsupported(m.graph, fn), (fn, t.unsupported(m.graph, fn))
-        a = inputs(m, fn, 3, 1)
+        a = generated_inputs(m, fn, 3, 1, dims={0: 3, 1: 4})
         same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), "verilog", fn)  # noqa: B023
 
 
@@ -454,7 +444,7 @@ def test_a_struct_field_may_be_a_fixed_size_tensor_of_structs() -> None:
         "    for i in 0..3 { w.bs[i].x += w.bs[i].v * w.t; }\n    w.t += 1.0;\n}\n"
     )
     mod = analyzed(src)
-    a = inputs(mod, "f", 3, 1)
+    a = generated_inputs(mod, "f", 3, 1, dims={0: 3, 1: 4})
     want = outcome(lambda: reference(mod, "f", a))
     assert want.startswith("ok ")
     assert outcome(lambda: run_function(mod, "f", a)) == want

@@ -12,14 +12,20 @@ import platform
 import numpy as np
 import pytest
 
-from kera_core.analysis import analyze
 from kera_core.interp.api import run_function as reference
-from kera_core.interp.gen import InputGenerator
 from kera_core.ir.types import F32, F64, I64, Prim, Struct, tuple_type
 from kera_core.loops import lower_program, run_function
 from kera_core.loops.target import CPU, GRID
 from kera_core.targets import run_module
-from tests.outcomes import analyzed, outcome, runnable_target, same_as_reference
+from tests import outcomes
+from tests.outcomes import (
+    analyzed,
+    generated_inputs,
+    outcome,
+    runnable_target,
+    same_as_reference,
+    spanned,
+)
 from tests.tools import tool_missing
 
 SRC = """\
@@ -105,13 +111,6 @@ def m():
     return analyzed(SRC)
 
 
-def inputs(m, fn: str, n: int, seed: int, adversarial: bool = False) -> dict:
-    f = m.graph.functions[fn]
-    names = m.functions[fn].sig.param_names
-    gen = InputGenerator(seed, adversarial)
-    return {p: gen.value(t, {0: n}) for p, t in zip(names, f.type.params, strict=True)}
-
-
 CASES = [(n, seed, adv) for n in (0, 1, 5, 17) for seed, adv in ((1, False), (2, True))]
 
 
@@ -119,12 +118,7 @@ CASES = [(n, seed, adv) for n in (0, 1, 5, 17) for seed, adv in ((1, False), (2,
 
 
 def errors(src: str) -> list[tuple[str, str, str]]:
-    a = analyze(src)
-    return [
-        (d.code, src.encode()[d.span.start : d.span.end].decode(), d.message)
-        for d in a.diagnostics
-        if d.is_error
-    ]
+    return [(d.code, spanned(src, d.span), d.message) for d in outcomes.errors(src)]
 
 
 @pytest.mark.parametrize(
@@ -255,7 +249,7 @@ def test_the_loop_program_gives_the_interpreters_bits(m) -> None:
     for fn in FNS:
         progs = {t: lower_program(m.graph, fn, t) for t in (CPU, GRID)}
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv)
             want = outcome(lambda: reference(m, fn, a))  # noqa: B023
             assert want.startswith("ok ") or (n == 0 and want == "error R0004"), (fn, n, want)
             for t, prog in progs.items():
@@ -268,7 +262,7 @@ def _target(tname: str, m, fns) -> None:
     for fn in fns:
         assert not t.unsupported(m.graph, fn), (tname, fn, t.unsupported(m.graph, fn))
         for n, seed, adv in CASES:
-            a = inputs(m, fn, n, seed, adv)
+            a = generated_inputs(m, fn, n, seed, adv)
             same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), tname, fn, n, seed)  # noqa: B023
 
 
@@ -290,7 +284,7 @@ def test_verilog_gives_the_interpreters_bits(m) -> None:
     t = runnable_target("verilog")
     for fn in CALL_FREE:
         assert not t.unsupported(m.graph, fn), (fn, t.unsupported(m.graph, fn))
-        a = inputs(m, fn, 3, 1)
+        a = generated_inputs(m, fn, 3, 1)
         same_as_reference(m, fn, a, lambda: run_module(t, m, fn, a), "verilog", fn)  # noqa: B023
 
 
