@@ -519,7 +519,7 @@ class Document:
         for k, (name, lf) in enumerate(module.functions.items()):
             check(watch, "ownership", k, total)
             span = lf.sig.span
-            if lf.function is None or any(
+            if not lf.lowers or any(
                 span.start <= s.start < span.end or span.covers(s) for s in broken
             ):
                 continue
@@ -565,7 +565,7 @@ class Document:
 
         gone: list[Diagnostic] = []
         for _, old, _ in change.lowered:
-            if old.function is None or broken(base.parse, old.sig.span):
+            if not old.lowers or broken(base.parse, old.sig.span):
                 continue
             hit = self._ownership.get(old.shape) if old.shape else None
             if hit is None:
@@ -584,7 +584,7 @@ class Document:
             return None
         for name, _, lf in change.lowered:
             span = lf.sig.span
-            if lf.function is None or broken(p, span):
+            if not lf.lowers or broken(p, span):
                 continue
             res: list[Diagnostic] | None = None
             hit = self._ownership.get(lf.shape) if lf.shape else None
@@ -594,6 +594,8 @@ class Document:
                     res = cached
                 elif movable:
                     res = [d.shifted(span.start - at) for d in cached]
+            elif getattr(lf, "ownership_from", None) is not None:
+                res = _ownership_moved(self._ownership, *lf.ownership_from)
             if res is None:
                 res = check_function_guarded(module, name)
             movable = all(
@@ -676,6 +678,19 @@ def _char_span(index: LineIndex | None, span: Span, inserted: str) -> tuple[int,
     if index.char_to_byte(cs) != span.start or index.char_to_byte(ce) != span.end:
         return None
     return cs, ce
+
+
+def _ownership_moved(results: dict, shape: bytes, base: int, cut) -> list[Diagnostic] | None:
+    """The ownership result of a long body edited in number literals only, with the same
+    expression types (sema/body_reuse.py ``ownership_from``): the checker's input is the
+    old one's moved by the edit, so its result is the old one moved (None: check it)."""
+    hit = results.get(shape)
+    if hit is None or hit[0] != base:
+        return None
+    try:
+        return cut.diagnostics(hit[1])
+    except Touched:
+        return None
 
 
 def _failed(diags: list[Diagnostic]) -> bool:

@@ -1,10 +1,14 @@
 """Issue 17's latency mechanisms for long bodies and the open: a scope keeps its hidden `$`
 names apart (a region's carried names are read without walking every local in scope), the
 green tree gives its token kinds without positioned nodes (the block reparse's check), the
-language server's warm-up and its worker's `busy` (the workspace scan waits for it)."""
+language server's warm-up and its worker's `busy` (the workspace scan waits for it); an
+edit in one long body lowered statement by statement (sema/body_reuse.py) against a cold
+analysis."""
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 import sys
 import threading
@@ -13,6 +17,8 @@ import time
 import pytest
 
 from bench.corpus import long_function
+from kera_core.analysis import analyze
+from kera_core.sema.body_reuse import PendingGraph
 from kera_core.sema.frames import ERR_VAL, Binding, Scope
 from kera_core.source import Span
 from kera_core.syntax.parse import parse
@@ -109,3 +115,222 @@ def test_the_worker_is_busy_while_a_job_runs_or_waits():
         assert not worker.busy  # finished jobs, failed ones included, are counted off
     finally:
         worker.stop()
+
+
+# --- one long body, statement by statement (sema/body_reuse.py) -----------------------------
+
+
+def _mixed_body(statements: int, seed: int) -> str:
+    """A long function with loops, branches, shadowing, an untyped float `let` typed by a
+    later statement, a tensor moved and borrowed, and a short second function."""
+    rng = random.Random(seed)
+    out = [
+        "fn helper(a: f32) -> f32 { a * 2.0 }",
+        "",
+        "pub fn long_mix[N](x: &f32[N], y: &mut f32[N], v: f32[N]) -> f32 {",
+        "    let mut acc: f32 = 0.0;",
+        "    let mut t = 1.5;",
+        "    let mut n: i64 = 0;",
+        "    let r = &x;",
+    ]
+    k = 0
+    while len(out) < statements + 5:
+        form = rng.randrange(8)
+        if form == 0 or k == 0:
+            out.append(f"    let a{k} = acc * 0.5 + {k % 97}.25;")
+            k += 1
+        elif form == 1:
+            out.append(f"    for i in 0..N {{ y[i] = y[i] + r[i] * a{k - 1}; }}")
+        elif form == 2:
+            out.append(
+                f"    if a{k - 1} > 1.5 {{ acc = acc + a{k - 1}; }} else {{ acc = acc - 0.75; }}"
+            )
+        elif form == 3:
+            out.append(f"    let a{k - 1} = a{k - 1} * 2.0;")
+        elif form == 4:
+            out.append(f"    n += {k};")
+        elif form == 5:
+            out.append("    while n > 100 { n = n - 7; }")
+        elif form == 6:
+            out.append(f"    t += helper(a{k - 1});")
+        else:
+            out.append(f"    acc = acc + v[{k % 3}];")
+    out += ["    let w = v;", "    acc + t + w[0]", "}", ""]
+    return "\n".join(out)
+
+
+_BODY_EDITS = [
+    ("digit", None),  # a digit typed into a float literal
+    ("text", "q"),  # an identifier made unknown (an error), or a new name
+    ("text", " let z = v;"),  # a move of `v` (ownership error further on)
+    ("text", "; let b = 2.0"),  # a statement split in two
+    ("delete", ";"),  # two statements merged (a syntax error)
+    ("text", " true"),  # a statement of another type
+    ("retype", None),  # a `let`'s value made an integer (its type changed, errors after)
+    ("text", " let acc = 1;"),  # `acc` shadowed by an integer
+    ("text", " let b = 0.5;"),  # a new name (the statements after it do not name it)...
+    ("text", " acc = acc * b;"),  # ... or do (an unknown name where it is not bound)
+    ("text", " let r = &mut n;"),  # a reference variable
+    ("text", " let s = x[0..2];"),  # a slice (its length reads graph nodes: lowered whole)
+    ("text", " if n > 3 { return acc; }"),  # an early return (lowered whole)
+]
+
+
+_UNTRACED = (" let s = x[0..2];", " if n > 3 { return acc; }")
+
+
+def _body_edit(rng: random.Random, doc: Document) -> str | None:
+    """One edit in ``long_mix``; the piece typed (None for a digit or a deletion)."""
+    text = doc.text
+    body = text.index("pub fn long_mix")
+    kind, piece = rng.choice(_BODY_EDITS)
+    where = rng.choice(["first", "last", "any", "any", "any"])
+    lines = [m.start() for m in re.finditer(r"\n    \S", text[body:])]
+    line = body + {"first": lines[0], "last": lines[-1]}.get(where, rng.choice(lines)) + 5
+    if kind == "digit":
+        m = re.compile(r"\d\.\d").search(text, line)
+        if m is None:
+            return None
+        at = m.start() + 1
+        doc.edit(Span(at, at), str(rng.randrange(10)))
+    elif kind == "retype":
+        m = re.compile(r"let a\d+ = ([^;]*);").search(text, line)
+        if m is None:
+            return None
+        doc.edit(Span(m.start(1), m.end(1)), "1")
+    elif kind == "delete":
+        at = text.find(";", line)
+        if at < 0:
+            return None
+        doc.edit(Span(at, at + 1), "")
+    else:
+        at = text.find(";", line) + 1 if piece.startswith(" ") else text.find(" ", line + 4)
+        if at <= 0:
+            return None
+        doc.edit(Span(at, at), piece)
+    return piece
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_edits_in_a_long_body_resume_from_statements_and_match_a_cold_analysis(seed):
+    """Random edits in one long body (first and last statement included; errors put in and
+    taken out by undo; statements split and merged; a type changed; a move added) give the
+    diagnostics, types and uses of a cold analysis after each edit, and its graph and
+    fingerprint every few edits; most edits lower only a few statements again."""
+    from tests.test_incremental_equals_cold import _own_types, _same_as_cold
+
+    rng = random.Random(seed)
+    text = _mixed_body(120, seed)
+    doc = Document("file:///mix.kera", text)
+    assert doc.analysis().diagnostics == analyze(text).diagnostics
+    history = [text]
+    piece = None
+    for v in range(1, 25):
+        # undo (back to an earlier text) at random, and always after a slice or a `return`
+        # (a body with one is lowered whole until it goes)
+        if len(history) > 1 and (rng.random() < 0.3 or piece in _UNTRACED):
+            history.pop()
+            doc.replace_text(history[-1])
+            piece = None
+        else:
+            piece = _body_edit(rng, doc)
+            history.append(doc.text)
+        doc.version = v
+        a = doc.analysis()
+        ref = analyze(doc.text)
+        assert a.diagnostics == ref.diagnostics
+        if ref.module is not None:
+            mine = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
+            cold = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
+            assert mine == cold
+            if v % 4 == 0:  # (reading the graph lowers the body whole: not after every edit)
+                _same_as_cold(doc)
+    assert doc.cache.resumed >= 5  # the statement path, not the whole body
+
+
+def test_a_literal_typed_in_a_long_body_relowers_a_few_statements_and_keeps_ownership():
+    """A digit typed into the 5,000-line corpus body: a few statements lowered again (the
+    rest taken from the trace), the ownership result moved, the graph built when read and
+    equal to a cold one's."""
+    text = long_function(600)
+    doc = Document("file:///long.kera", text)
+    doc.analysis()
+    for k, frac in enumerate((2, 3, 5)):
+        at = doc.text.index(".25;", len(doc.text) // frac)
+        doc.edit(Span(at, at), str(k + 3))
+        doc.version = k + 1
+        before = doc.cache.resumed
+        a = doc.analysis()
+        assert doc.cache.resumed == before + 1
+        assert a.timings["ownership"] < 0.05  # moved, not checked again
+        lf = a.module.functions["long_body"]
+        assert isinstance(lf, PendingGraph)
+        cold = analyze(doc.text)
+        assert a.diagnostics == cold.diagnostics == []
+        assert a.module.graph.fingerprint() == cold.module.graph.fingerprint()
+
+
+def test_a_body_that_reads_values_or_returns_early_has_no_trace():
+    from kera_core.sema.body_reuse import reads_values
+
+    assert reads_values(parse("fn f(x: &f32[8]) { let y = x[1..3]; }").tree.green)
+    assert reads_values(parse("fn f(x: f32[4, 4]) { let y = sum(x, 0); }").tree.green)
+    assert not reads_values(parse("fn f(x: &f32[8]) { let y = x[1] + 2.0; }").tree.green)
+    body = "\n".join(f"    let a{k} = {k}.0;" for k in range(80))
+    for extra in ("    let s = x[0..2];", "    if a1 > 0.0 { return 1.0; }"):
+        text = f"fn f(x: &f32[8]) -> f32 {{\n{body}\n{extra}\n    a0\n}}\n"
+        doc = Document("file:///v.kera", text)
+        doc.analysis()
+        assert "f" not in doc.cache.bodies
+
+
+def test_a_name_bound_in_one_version_only_is_patched_into_the_checkpoints_after_it():
+    """A `let` typed where no later statement names it converges at once (the name is patched
+    into the checkpoints taken over); a later edit reading it resumes from such a checkpoint
+    and finds it; deleting the `let` makes that read an unknown name — each as a cold
+    analysis has it."""
+    doc = Document("file:///long.kera", long_function(900))
+    doc.analysis()
+
+    def edit(at: int, end: int, new: str) -> None:
+        before = (doc.cache.resumed, doc.cache.lowered)
+        doc.edit(Span(at, end), new)
+        doc.version += 1
+        a = doc.analysis()
+        assert doc.cache.resumed == before[0] + 1 and doc.cache.lowered == before[1]
+        assert a.diagnostics == analyze(doc.text).diagnostics
+
+    let = "let fresh = 2.5; "
+    at = doc.text.index("    let a", len(doc.text) // 3) + 4
+    edit(at, at, let)
+    use = doc.text.index("    let a", 2 * len(doc.text) // 3) + 4
+    edit(use, use, "acc = acc * fresh; ")
+    assert doc.analysis().diagnostics == []
+    edit(at, at + len(let), "")
+    assert [d.code for d in doc.analysis().diagnostics] == ["K0201"]
+    cold = analyze(doc.text)
+    assert doc.analysis().module.graph.fingerprint() == cold.module.graph.fingerprint()
+
+
+@pytest.mark.parametrize("seed", [0, 4, 7])
+def test_random_keystrokes_in_a_long_body_match_a_cold_analysis(seed):
+    """Characters typed and deleted anywhere in a file with one long body (the pieces of
+    test_incremental_equals_cold: braces, `return`, `&mut`, a non-ASCII letter, …): the
+    diagnostics, types and uses of a cold analysis after each, the graph every 10th."""
+    from tests.test_incremental_equals_cold import _edit, _own_types, _same_as_cold
+
+    rng = random.Random(seed)
+    doc = Document("file:///mix.kera", _mixed_body(100, seed))
+    doc.analysis()
+    for v in range(1, 30):
+        _edit(rng, doc, v)
+        a = doc.analysis()
+        ref = analyze(doc.text)
+        assert a.diagnostics == ref.diagnostics
+        if ref.module is not None:
+            mine = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
+            cold = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
+            assert mine == cold
+            if v % 10 == 0:
+                _same_as_cold(doc)
+    assert doc.cache.resumed >= 5

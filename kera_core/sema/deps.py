@@ -36,13 +36,56 @@ _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT_STR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+#: the texts of the pieces (statements) of the last long node whose text was made: the
+#: next version of an edited long function shares all but one of them
+_PIECES: list[dict] = [{}]
+#: the last two long nodes asked and their texts
+_RECENT: list[tuple] = [()]
+#: a node this long or shorter is one piece
+_PIECE = 2048
+
+
+def text_of(green) -> str:
+    """``str(green)``; a long node's (an edited long function's, several memos of each
+    version read it: its digest, its identifiers) is joined from its pieces' texts, kept
+    from the last long node asked, so an edit in it makes the text of the edited piece only.
+    (The table is replaced whole, never changed: another thread's read stays consistent.)"""
+    if green.text_len <= _PIECE:
+        return str(green)
+    recent = _RECENT[0]
+    for g, text in recent:
+        if g is green:
+            return text
+    last = _PIECES[0]
+    fresh: dict[int, tuple] = {}
+    text = _joined(green, last, fresh)
+    _PIECES[0] = fresh
+    _RECENT[0] = ((green, text), *recent[:1])  # (the version before: its text is read too)
+    return text
+
+
+def _joined(green, last: dict, fresh: dict) -> str:
+    out = []
+    for c in green.children:
+        if c.is_token:
+            out.append(c.text)
+        elif c.text_len > _PIECE:
+            out.append(_joined(c, last, fresh))
+        else:
+            hit = last.get(id(c))
+            t = hit[1] if hit is not None and hit[0] is c else str(c)
+            fresh[id(c)] = (c, t)
+            out.append(t)
+    return "".join(out)
+
+
 def mentions(green, source: bytes | None, start: int) -> frozenset[str]:
     """The identifiers in an item's text: ``source[start:start + len]`` when the file's
     UTF-8 is known (no lone surrogate), else the item's text."""
     if source is not None:
         found = set(_IDENT.findall(source, start, start + green.text_len))
         return frozenset(map(bytes.decode, found))
-    return frozenset(_IDENT_STR.findall(str(green)))
+    return frozenset(_IDENT_STR.findall(text_of(green)))
 
 
 def _names(w: Writer, names) -> None:

@@ -30,6 +30,10 @@ those of the functions that depend on it, replaced; nothing is done per other fu
   when no constant names a changed struct), and the functions that name a changed struct
   or constant (through constants, transitively) get their signature made again — when it
   changes, what names them follows — and are lowered again.
+* **A long body, statement by statement.** A function of many statements is lowered from
+  its body's trace (sema/body_reuse.py): the statements the edit changed and those after
+  them until the state converges; its graph is made when read (a shape entry, the function
+  marked stale).
 * **The graph is built on demand**: the first read of ``Module.graph``/``provenance``
   runs the full :func:`~kera_core.sema.module.lower_module` (which finds every other
   function in the lowering cache) and adopts its graph, functions and environment.
@@ -63,7 +67,8 @@ from operator import attrgetter, is_
 from kera_core.diagnostics import Diagnostic, sort_key
 from kera_core.diagnostics.diagnostic import Edit, Fix, Related
 from kera_core.ir.provenance import FnProvenance
-from kera_core.sema.deps import Deps, key_digest, mentions
+from kera_core.sema.body_reuse import PendingGraph, resume
+from kera_core.sema.deps import Deps, key_digest, mentions, text_of
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, Use
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.module import (
@@ -376,6 +381,13 @@ def _lowering_at(layout: Layout, env: ModuleEnv) -> Callable:
 
 def _moved(lf: LoweredFn, sig: FnSig, delta: int, diags: list[Diagnostic] | None) -> LoweredFn:
     """``lf`` (types, uses, provenance) moved by ``delta``, seen through ``sig``."""
+    if isinstance(lf, PendingGraph):  # its graph, when read, moved too
+        out = lf.relocated(
+            sig, lf.diagnostics if diags is None else diags, lf.base + delta,
+            _types_by(lf.expr_types, delta), _uses_by(lf.uses, delta),
+            lambda f: _moved(f, sig, delta, diags),
+        )  # fmt: skip
+        return out
     prov = lf.provenance
     if prov is not None:
         prov = FnProvenance(
@@ -645,7 +657,7 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
                 lf = _lower_unit(
                     u, inst, ng, new_env, env_keys[name], st.called[u], lowered_base, stale, cache
                 )
-                if (lf.function is None) != (prev.lowered[u].function is None):
+                if lf.lowers != prev.lowered[u].lowers:
                     return None  # its callers' shapes change
                 lowered_base[u] = (i, lf)
                 units[u] = lf
@@ -876,6 +888,8 @@ def _patched(
         own = st.offsets[j] - was.base
         if hi + own <= cut.start or lo + own >= cut.end:
             continue
+        if isinstance(was, PendingGraph):
+            return None  # (not moved span by span: lowered with the module)
         delta = layout.offsets[j] - was.base
         moved = LoweredFn(
             was.sig, was.function, was.nodes, was.regions, was.provenance,
@@ -964,7 +978,7 @@ def _lower_again(
         functions[u] = lowered[u] = (j, lf)
         was = redone.get(u) or prev.functions[u]
         redone[u] = units[u] = lf
-        if (lf.function is None) != (was.function is None):
+        if lf.lowers != was.lowers:
             for c in st.callers.get(u, ()):
                 if c not in st.fns or st.item_fn.get(st.fns[c][0]) != c:
                     return False
@@ -1017,38 +1031,63 @@ def _lower_unit(
     completed when read. ``stale`` is updated."""
     # (a callee that failed to lower has no function, as for lower_module; one in a recursive
     # component has its final, component-derived hash)
-    callee_fns = [lowered[c][1].function if c in lowered else None for c in called]
-    present = tuple(f is not None for f in callee_fns)
-    text = cache.memo(cache.texts, green, lambda: _text_digest(green, _utf8(str(green)), 0))
+    units = [lowered[c][1] if c in lowered else None for c in called]
+    present = tuple(u is not None and u.lowers for u in units)
+    text = cache.memo(cache.texts, green, lambda: _text_digest(green, _utf8(text_of(green)), 0))
     text = _with_type_args(text, sig)  # an instance's: the generic text and the types
     skey = cache.key(green, _shape_key, text, env_digest, present)
     final = not any(c in stale for c in called)
+    keep = (cache.bodies, (env_digest, present), skey)
     if final:
+        callee_fns = [u.function if p else None for u, p in zip(units, present, strict=True)]
         hashes = tuple(f.hash if f is not None else b"" for f in callee_fns)
         key = cache.key(green, _cache_key, text, env_digest, hashes)
         hit = _reusable(cache.entries.get(key), sig)
         if hit is None:
             done = {c: f for c, f in zip(called, callee_fns, strict=True) if f is not None}
-            hit = _lower_guarded(env, sig, done)
-            cache.entries[key] = cache.shapes[skey] = hit
-            cache.lowered += 1
-            _remember(cache, key)
+            # a long body: the statements the edit changed lowered again, the graph when read
+            hit = _resumed(env, sig, done, keep, cache)
+            if hit is not None:
+                final = False
+            else:
+                hit = _lower_guarded(env, sig, done, keep)
+                cache.entries[key] = cache.shapes[skey] = hit
+                cache.lowered += 1
+                _remember(cache, key)
         else:
             cache.reused += 1
-        stale.discard(name)
     else:
         hit = _reusable(cache.shapes.get(skey), sig)
         if hit is None:
             stand_ins = {c: _StandIn(c) for c, p in zip(called, present, strict=True) if p}
-            hit = _lower_guarded(env, sig, stand_ins)  # type: ignore[arg-type]
-            cache.shapes[skey] = hit
-            cache.lowered += 1
+            hit = _resumed(env, sig, stand_ins, keep, cache)  # type: ignore[arg-type]
+            if hit is None:
+                hit = _lower_guarded(env, sig, stand_ins, keep)  # type: ignore[arg-type]
+                cache.shapes[skey] = hit
+                cache.lowered += 1
+    if final:
+        stale.discard(name)
+    else:
         cache.deferred += 1
         stale.add(name)
     _remember(cache, skey)
     lf = _rebased(hit, sig)
     lf.shape = skey
     return lf
+
+
+def _resumed(
+    env: ModuleEnv, sig: FnSig, callees: dict, keep: tuple, cache: LoweringCache
+) -> LoweredFn | None:
+    """``sig`` resumed from its body's trace (sema/body_reuse.py), kept as a shape entry
+    (its graph is the whole lowering, made when read); None when it has none to take."""
+    traces, key, skey = keep
+    hit = resume(env, sig, callees, traces, key, skey, lambda: _lower_guarded(env, sig, callees))
+    if hit is not None:
+        cache.shapes[skey] = hit
+        cache.resumed += 1
+        _remember(cache, skey)
+    return hit
 
 
 def sig_at(module: Module, offset: int) -> FnSig | None | bool:

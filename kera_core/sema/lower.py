@@ -91,6 +91,12 @@ class LoweredFn:
     shape: bytes = b""
 
     @property
+    def lowers(self) -> bool:
+        """Did the function lower (a graph, no error)? Read without building a graph that
+        is built on demand (sema/body_reuse.py)."""
+        return self.function is not None
+
+    @property
     def relocatable(self) -> bool:
         """Can this lowering be reused after the function moved? Not if a diagnostic
         points into another item (that item may have moved differently)."""
@@ -228,6 +234,10 @@ def _leaf(key: tuple, node: Node) -> Node:
 class FnLowering(ControlFlow, Calls, Exits, References, Views):
     """Lowers one function; assignment/control flow, calls and reference variables come
     from the mixins."""
+
+    #: how the body's statements are walked (``items -> (index, item)``); None: all in order.
+    #: sema/body_reuse.py records and resumes long bodies through it.
+    body_steps = None
 
     def __init__(self, env: ModuleEnv, sig: FnSig, callee_hashes: dict[str, Function]) -> None:
         self.env = env

@@ -106,7 +106,10 @@ class Exits:
     # --- sequencing ------------------------------------------------------------------
     def seq(self, items: list, expected: Type | None, fn_body: bool) -> Val:
         """Lower statements then the tail (last item, may be None) with exit guards."""
-        for i, item in enumerate(items[:-1]):
+        steps = self.body_steps  # the function body's statements, through sema/body_reuse.py
+        if fn_body and steps is not None:
+            self.body_steps = None  # (only the body itself, not a guarded rest of it)
+        for i, item in steps(items) if fn_body and steps is not None else enumerate(items[:-1]):
             if isinstance(item, ast.LetStmt):
                 self.let(item, items[i + 1 :])
                 continue

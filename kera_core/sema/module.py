@@ -47,8 +47,9 @@ from kera_core.ir.types import (
     TypeParam,
     instantiate,
 )
+from kera_core.sema.body_reuse import BodyTrace, PendingGraph, lower_recorded
 from kera_core.sema.consts import check_constants
-from kera_core.sema.deps import Deps, key_digest, mentions
+from kera_core.sema.deps import Deps, key_digest, mentions, text_of
 from kera_core.sema.env import (
     ConstDef,
     FnSig,
@@ -96,6 +97,9 @@ class LoweringCache:
     consts: tuple | None = None
     # shape keys added by sema.incremental (oldest first), which drops the oldest itself
     recent_shapes: list[bytes] = field(default_factory=list)
+    # a long body's trace per function name (sema/body_reuse.py), for the next edit in it
+    bodies: dict[str, list[BodyTrace]] = field(default_factory=dict)
+    resumed: int = 0  # long bodies lowered from their trace (statements again, not all)
 
     # the keys each of the last few lower_module runs used: an entry is kept while one of
     # them did, so going back to a recent text (an undo) finds its lowerings again
@@ -807,7 +811,7 @@ def _text_digest(green, source: bytes | None = None, start: int = 0) -> bytes:
     are ``source[start:end]``, no walk over its tokens needed."""
     w = Writer()
     if source is None:
-        w.str(str(green))
+        w.str(text_of(green))
     else:
         w.bytes(source[start : start + green.text_len])
     return digest("fn", w.getvalue())
@@ -895,6 +899,12 @@ class _ShiftedUses(Sequence):
 
 def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
     """A cached lowering moved to where the function now sits in the file."""
+    if isinstance(lf, PendingGraph):  # its graph, when read, rebased too
+        delta = sig.span.start - lf.base
+        diags = [d.shifted(delta) for d in lf.diagnostics] if delta else lf.diagnostics
+        types = _Shifted(lf.expr_types, delta) if delta else lf.expr_types
+        uses = _ShiftedUses(lf.uses, delta) if delta else lf.uses
+        return lf.relocated(sig, diags, sig.span.start, types, uses, lambda f: _rebased(f, sig))
     old = lf.provenance
     assert old is not None
     prov = FnProvenance(
@@ -916,10 +926,16 @@ def _rebased(lf: LoweredFn, sig: FnSig) -> LoweredFn:
     )
 
 
-def _lower_guarded(env: ModuleEnv, sig: FnSig, done: dict[str, Function]) -> LoweredFn:
-    """Lower one function; a body too deep even for the raised limit gets K0108, not a crash."""
+def _lower_guarded(
+    env: ModuleEnv, sig: FnSig, done: dict[str, Function], keep: tuple | None = None
+) -> LoweredFn:
+    """Lower one function; a body too deep even for the raised limit gets K0108, not a crash.
+    With ``keep`` (the cache's traces, the shape key's inputs but the text, the shape key), a
+    long body's trace is kept for the next edit in it (sema/body_reuse.py)."""
     try:
         with deep_recursion():
+            if keep is not None:
+                return lower_recorded(env, sig, done, *keep)
             return FnLowering(env, sig, done).lower()
     except RecursionError:
         d = error(
@@ -1109,13 +1125,14 @@ def _lower_module(
             cache.deferred += 1
             lf, final = _rebased(hit, sig), False
         elif key is None:  # a callee is deferred: lower against stand-ins, for diagnostics
-            lf = _lower_guarded(env, sig, {**done, **stand_ins})
+            keep = (cache.bodies, (env_digest, present), skey)
+            lf = _lower_guarded(env, sig, {**done, **stand_ins}, keep)
             cache.shapes[skey] = lf
             cache.lowered += 1
             cache.deferred += 1
             lf, final = _rebased(lf, sig), False
         else:
-            lf = _lower_guarded(env, sig, done)
+            lf = _lower_guarded(env, sig, done, (cache.bodies, (env_digest, present), skey))
             cache.entries[key] = cache.shapes[skey] = lf
             cache.lowered += 1
         lf.shape = skey
@@ -1126,7 +1143,7 @@ def _lower_module(
             diags.extend(lf.diagnostics)
         if not final:
             deferred.append(name)
-            if lf.function is not None:
+            if lf.lowers:  # (a PendingGraph's is read without building its graph)
                 stand_ins[name] = _StandIn(name)
         elif lf.function is not None:
             done[name] = lf.function
@@ -1138,6 +1155,8 @@ def _lower_module(
             diags.extend(merged)
             functions[n] = _representative(env.fns[n], [lowered[u] for u in insts], merged)
     cache.prune(live, live_shapes)
+    for n in [n for n in cache.bodies if n not in env.fns]:
+        del cache.bodies[n]  # (a function gone or renamed: its body's trace too)
     alive = {id(sig.ast.syntax.green) for sig in env.fns.values()}
     alive.update(id(i.syntax.green) for i in items if isinstance(i, ast.Const | ast.Struct))
     tables = (cache.calls, cache.texts, cache.sigs, cache.keys, cache.names, cache.idents)

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def check_function(module: Module, name: str) -> list[Diagnostic]:
     """The ownership diagnostics of one lowered function (none if it had errors)."""
     lf = module.functions.get(name)
-    if lf is None or lf.function is None or any(d.is_error for d in lf.diagnostics):
+    if lf is None or not lf.lowers or any(d.is_error for d in lf.diagnostics):
         return []
     return check_flow(Builder(module.env, lf.sig, lf.expr_types).build())
 
