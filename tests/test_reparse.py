@@ -2,7 +2,7 @@
 
 import random
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import kera_core
@@ -51,6 +51,7 @@ edits = st.lists(
 
 
 @given(edits)
+@example([(0.625, 0, ["{"]), (0.625, 1, [])])  # an error reported past the item's end
 def test_random_edit_sequences_match_full_parse(seq):
     p = kera_core.parse(BASE)
     for where, length, pieces in seq:

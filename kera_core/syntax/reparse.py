@@ -241,8 +241,14 @@ def _reparse_item(
         return None
     if not (first.span.start <= edit.span.start and edit.span.end <= last.span.start):
         return None
+    # a parse error that ends the item is reported at the first token after it (past the
+    # trivia between): the item's too, though outside its span
+    after = last.next_token()
+    while after is not None and after.kind in _TRIVIA:
+        after = after.next_token()
+    reach = span.end if after is None else after.span.end
     for d in old.diagnostics:
-        if d.span.start <= span.end and d.span.end >= span.start:
+        if d.span.start <= reach and d.span.end >= span.start:
             if not (d.code.startswith("K00") and span.covers(d.span)):
                 return None
     delta = len(encode(edit.new_text)) - len(edit.span)
