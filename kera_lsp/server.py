@@ -31,6 +31,7 @@ from typing import Any
 from lsprotocol import types as T
 from pygls.exceptions import (
     FeatureRequestError,
+    JsonRpcContentModified,
     JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
@@ -42,6 +43,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from kera_core import __version__
+from kera_core.cancel import Abandoned, watching
 from kera_core.stack import deep_recursion
 from kera_core.workspace import Analysis, Document, Workspace
 
@@ -311,7 +313,15 @@ class KeraLanguageServer(LanguageServer):
             if doc is None:
                 return default
             a = doc.syntax_analysis() if syntax_only else doc.analysis()
-            return fn(doc, a)
+            # a graph built on demand here (a long body's, after edits: sema/body_reuse.py)
+            # is abandoned when a newer version arrives, so the next keystroke never waits
+            # for a lens of the last one: the client is told the content was modified
+            version = doc.version
+            try:
+                with watching(lambda *_: self.versions.get(uri, version) != version):
+                    return fn(doc, a)
+            except Abandoned as why:
+                raise JsonRpcContentModified(f"{uri} changed while answering: {why}") from None
 
         return self.run(job)
 

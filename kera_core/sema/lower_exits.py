@@ -12,6 +12,7 @@ The function's result is ``select($ret, $retval, value)``.
 
 from __future__ import annotations
 
+from kera_core.cancel import poll
 from kera_core.ir.types import BOOL, UNIT, Prim, Ref, Struct, Tensor, Type, Unit, strip_ref
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Val
 from kera_core.syntax import ast
@@ -110,6 +111,8 @@ class Exits:
         if fn_body and steps is not None:
             self.body_steps = None  # (only the body itself, not a guarded rest of it)
         for i, item in steps(items) if fn_body and steps is not None else enumerate(items[:-1]):
+            if fn_body and i & 63 == 63:
+                poll("lowering", i, len(items))  # a long body's graph built inside a query
             if isinstance(item, ast.LetStmt):
                 self.let(item, items[i + 1 :])
                 continue
