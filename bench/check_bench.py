@@ -7,7 +7,10 @@ In one process (best of ``--repeat``, CPU time): parse, lowering and checking (w
 graph built), ownership, and the whole ``analyze``, each also as a ratio to an anchor (a
 fixed pure-Python loop timed in the same process), so runs on a loaded machine compare;
 graph nodes built per second. Then ``python -m kera_core check FILE`` as a subprocess:
-its CPU time (user + system) from ``getrusage``, start-up and exit included.
+its CPU time (user + system) from ``getrusage``, start-up and exit included. Last, a
+cold open (``--open-lines``, 5k by default): in a new process, with the modules imported,
+the first ``analyze`` of the file (what a server does on opening it: every per-process memo
+empty), with its stages, best of ``--repeat`` processes.
 """
 
 from __future__ import annotations
@@ -48,10 +51,46 @@ def child_cpu(cmd: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+_COLD_OPEN = """
+import sys, time
+sys.path.insert(0, {root!r})
+from bench.corpus import generate
+from kera_core.analysis import analyze
+from kera_core.sema import lower_module
+from kera_core.sema.borrow import check_ownership
+from kera_core.syntax.parse import parse
+from kera_core.stack import deep_recursion
+text = generate({lines})
+clock = time.process_time
+if {stages}:
+    with deep_recursion(quiet_gc=True):
+        t0 = clock(); p = parse(text); t1 = clock(); m = lower_module(p); t2 = clock()
+        check_ownership(m, p); t3 = clock()
+    print(t1 - t0, t2 - t1, t3 - t2)
+else:
+    t0 = clock(); analyze(text); print(clock() - t0)
+"""
+
+
+def cold_open(lines: int, repeat: int) -> tuple[float, list[float]]:
+    """The first ``analyze`` of a ``lines``-line file in a new process, and its stages
+    (parse, lowering and checking, ownership) in another: CPU seconds, best of ``repeat``."""
+
+    def run(stages: bool) -> list[float]:
+        code = _COLD_OPEN.format(root=str(ROOT), lines=lines, stages=stages)
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        return [float(x) for x in out.stdout.split()]
+
+    whole = min(run(False)[0] for _ in range(repeat))
+    parts = [min(xs) for xs in zip(*(run(True) for _ in range(repeat)), strict=True)]
+    return whole, parts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--open-lines", type=int, default=5_000, help="0: no cold open")
     args = ap.parse_args()
     text = generate(args.lines)
     print(f"file: {text.count(chr(10))} lines, {len(text.encode()) / 1e3:.0f} kB")
@@ -87,6 +126,10 @@ def main() -> None:
         tiny = min(child_cpu([*cmd[:-1], str(ROOT / "examples" / "saxpy.kera")]) for _ in range(3))
     print(f"kera check (CPU) {cpu * 1000:8.0f} ms   {cpu / a:6.1f} anchors"
           f"   (start-up on a small file: {tiny * 1000:.0f} ms)")  # fmt: skip
+    if args.open_lines:
+        whole, (p, lw, own) = cold_open(args.open_lines, args.repeat)
+        print(f"cold open {args.open_lines} lines {whole * 1000:6.0f} ms   {whole / a:6.1f} anchors"
+              f"   (parse {p * 1000:.0f}, lowering {lw * 1000:.0f}, ownership {own * 1000:.0f} ms)")  # fmt: skip
 
 
 if __name__ == "__main__":

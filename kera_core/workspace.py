@@ -643,7 +643,7 @@ class Document:
 
 #: A small program that reaches every stage of an analysis, constants in a dimension (their
 #: evaluation loads the interpreter and numpy) and a struct included: see :func:`warm_up`.
-_WARM_UP = """const LANES: i64 = 4;
+_WARM_UP = """const LANES: i64 = 2 * 2;
 struct Pair { lo: f32, hi: f32 }
 fn spread(p: Pair) -> f32 { p.hi - p.lo }
 pub fn warm[N](x: &f32[N], out: &mut f32[LANES]) -> f32 {
@@ -657,7 +657,8 @@ pub fn warm[N](x: &f32[N], out: &mut f32[LANES]) -> f32 {
 
 def warm_up() -> None:
     """Analyse a small program once, so that what an analysis loads on first use (the
-    interpreter and numpy, which evaluate constants; the lazily imported stages) is loaded
+    interpreter and numpy, which evaluate constant expressions — `LANES` is one, a literal
+    constant is read off its node; the lazily imported stages) is loaded
     before the first real document arrives. The language server runs it on its worker as
     it starts (``kera_lsp.run``): ~0.1 s of CPU that a fresh server's first open would
     otherwise pay. Nothing of it is kept (its document is discarded)."""

@@ -69,6 +69,21 @@ def test_checking_does_not_load_the_keg_reader_nor_the_graph_views(argv):
     assert _loaded(argv, ("kera_core.keg", "kera_core.ir.view")) == []
 
 
+def test_literal_dimension_constants_are_checked_without_the_interpreter(tmp_path):
+    """A dimension constant that is a literal has its value without evaluation (an
+    expression, `2 * N`, is evaluated by the interpreter's handlers: bit for bit)."""
+    src = tmp_path / "dims.kera"
+    src.write_text(
+        "const N: i64 = 4;\nconst M: u8 = 0x03;\n"
+        "pub fn f(x: f32[N], y: &mut f32[M]) -> f32 { y[0] = x[1]; x[0] }\n"
+    )
+    assert _loaded(["check", str(src)]) == []
+    src.write_text(
+        "const N: i64 = 4;\nconst K: i64 = 2 * N;\npub fn f(x: f32[K]) -> f32 { x[7] }\n"
+    )
+    assert _loaded(["check", str(src)], ("numpy",)) == ["numpy"]
+
+
 def test_building_a_keg_does_not_load_the_wasm_target(tmp_path):
     out = str(tmp_path / "saxpy.keg")
     assert _loaded(["build", SAXPY, "--target", "keg", "-o", out]) == []

@@ -97,3 +97,24 @@ def test_typed_constants_and_operators_evaluate_at_compile_time() -> None:
         "pub fn f() -> f32 { if OK { TAU } else { Q as f32 } }\n"
     )
     assert codes_of(src) == []
+
+
+@pytest.mark.parametrize(
+    "decl",
+    ["const N: i64 = 64;", "const N: u64 = 0xFFFF_FFFF_FFFF_FFFF;", "const N: i8 = -128;",
+     "const N: u16 = 65_535;", "const N: i32 = -7;", "const N: i64 = 0b101;"],
+)  # fmt: skip
+def test_a_literal_constant_has_the_interpreters_value(decl: str) -> None:
+    """`constant_value` reads a literal constant off its `const` node, as the interpreter's
+    `const` handler makes it (wrapped to the type); an expression goes through the handlers."""
+    from kera_core.sema import consts
+
+    m = analyze(decl + "\npub fn f() -> i64 { 1 }\n").module
+    lowered = consts._lowered_quietly(m.env, "N")
+    assert lowered is not None
+    lw, value = lowered
+    assert lw.nodes[value.node].op == "const"
+    want, failure = consts._evaluate(lw, value)
+    assert failure is None
+    got = consts.constant_value(m.env, "N")
+    assert type(got) is int and got == int(want)

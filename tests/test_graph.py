@@ -135,6 +135,106 @@ def test_record_digests_are_memoised_by_content_and_bounded(monkeypatch):
     }
 
 
+def test_region_record_is_the_documented_layout():
+    """``Region`` joins cached type encodings; its record is what a ``Writer`` writes
+    (docs/graph.md), for every kind of parameter type and output indices past one byte."""
+    from kera_core.ir.encoding import Writer, digest
+    from kera_core.ir.node import Region, Value
+    from kera_core.ir.types import I64, TOKEN, Ref, tuple_type
+
+    params = (F32, Tensor(F32, (Sym(0), 300)), Ref(Tensor(I64, (Sym(1),)), True), TOKEN,
+              tuple_type((F32, I64)))  # fmt: skip
+    n = Node("const", (), (F32,), {"type": F32, "value": 0})
+    yields = (n.out(0), Value(n.hash, 127), Value(n.hash, 128), Value(n.hash, 70_000))
+    w = Writer()
+    w.uvar(len(params))
+    for t in params:
+        t.encode(w)
+    w.uvar(len(yields))
+    for v in yields:
+        w.raw(v.node)
+        w.uvar(v.index)
+    assert Region(params, yields).hash == digest("region", w.getvalue())
+    assert Region((), ()).hash == digest("region", b"\x00\x00")
+
+
+def test_binding_plans_are_memoised_by_equal_types(monkeypatch):
+    """A plan read from the memo is the plan computed afresh, for equal types made apart
+    (a type parameter's display name is not part of its equality), and the memo is bounded."""
+    from kera_core.ir import dims
+    from kera_core.ir.types import I64, Ref, Struct, TypeParam
+
+    monkeypatch.setattr(dims, "_PLANS", {})
+    monkeypatch.setattr(dims, "_PLANS_MAX", 2)
+
+    def sig(name: str):
+        body = Struct("Body", (("x", Tensor(F32, (Sym(0),))), ("m", Tensor(F32, (Sym(1), 2)))))
+        return (Ref(Tensor(TypeParam(0, "Float", name), (Sym(0), Sym(1)))), body, I64)
+
+    cases = [(sig("T"), 2), (sig("U"), 2), ((Tensor(F32, (Sym(0),)),), 2), ((F32,), 1)]
+    for params, n in cases:
+        assert dims.binding_plan(params, n) == dims._binding_plan(params, n)
+        assert len(dims._PLANS) <= 2
+
+
+def test_broadcast_shortcuts_agree_with_the_loop():
+    from kera_core.ir.ops import TypeRuleError, broadcast_shapes
+    from kera_core.ir.types import DimExpr
+
+    shapes = [(), (1,), (4,), (Sym(0),), (1, Sym(0)), (3, 1), (3, Sym(0)), (2, 3, 4),
+              (DimExpr(((0, 2),), 0, 1),), (Sym(0), 1)]  # fmt: skip
+
+    def by_loop(a, b):  # the general case, written out
+        out = []
+        for i in range(1, max(len(a), len(b)) + 1):
+            da = a[-i] if i <= len(a) else 1
+            db = b[-i] if i <= len(b) else 1
+            if da != db and da != 1 and db != 1:
+                raise TypeRuleError("", "K0305")
+            out.append(da if da == db or db == 1 else db)
+        return tuple(reversed(out))
+
+    for a in shapes:
+        for b in shapes:
+            try:
+                want = by_loop(a, b)
+            except TypeRuleError:
+                with pytest.raises(TypeRuleError):
+                    broadcast_shapes(a, b)
+                continue
+            assert broadcast_shapes(a, b) == want
+
+
+def test_literal_suffixes_are_memoised_and_bounded(monkeypatch):
+    from kera_core.sema import literals
+
+    monkeypatch.setattr(literals, "_SPLIT", {})
+    monkeypatch.setattr(literals, "_SPLIT_MAX", 3)
+    cases = {"1_000u32": ("1_000", "u32"), "0x1f32": ("0x1f32", None), "2.5f32": ("2.5", "f32"),
+             "7": ("7", None), "i64": ("i64", None), "3i8": ("3", "i8")}  # fmt: skip
+    for _ in range(2):
+        for text, want in cases.items():
+            assert literals.split_suffix(text) == want
+            assert len(literals._SPLIT) <= 3
+
+
+def test_deep_recursion_is_reentrant_and_restores_on_errors():
+    import gc
+    import sys
+
+    from kera_core.stack import DEEP_LIMIT, deep_recursion
+
+    limit, enabled = sys.getrecursionlimit(), gc.isenabled()
+    with pytest.raises(KeyError):
+        with deep_recursion(quiet_gc=True):
+            assert sys.getrecursionlimit() >= DEEP_LIMIT and not gc.isenabled()
+            with deep_recursion():
+                assert not gc.isenabled()
+            assert sys.getrecursionlimit() >= DEEP_LIMIT  # the inner exit keeps the room
+            raise KeyError
+    assert (sys.getrecursionlimit(), gc.isenabled()) == (limit, enabled)
+
+
 # --- examples: golden dumps and invariants ------------------------------------------------
 
 

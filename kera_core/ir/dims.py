@@ -67,9 +67,28 @@ def at_path(x, path: tuple[int, ...]):
     return x.inner if isinstance(x, Ref) else x
 
 
+_PLANS: dict[tuple, tuple[tuple[Step, ...], tuple[int, ...]]] = {}
+_PLANS_MAX = 4096
+
+
 def binding_plan(params: tuple[Type, ...], n_dims: int) -> tuple[tuple[Step, ...], tuple[int, ...]]:
     """The steps that bind dimensions ``0 .. n_dims-1`` from arguments of types ``params``,
-    and the dimensions they leave unbound (ascending)."""
+    and the dimensions they leave unbound (ascending).
+
+    A pure function of its arguments (the plan reads only the shapes, which equal types
+    share), memoised: it is asked at every call of a function and for every signature."""
+    key = (params, n_dims)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = _binding_plan(params, n_dims)
+    return plan
+
+
+def _binding_plan(
+    params: tuple[Type, ...], n_dims: int
+) -> tuple[tuple[Step, ...], tuple[int, ...]]:
     axes = [
         (i, path, a, d)
         for i, p in enumerate(params)

@@ -14,7 +14,6 @@ from kera_core.ir.cycles import body_hash, member_hash
 from kera_core.ir.encoding import (
     BYTE,
     SCHEMA_VERSION,
-    Writer,
     record_digest,
     str_bytes,
     uvar_bytes,
@@ -34,6 +33,14 @@ class Value(NamedTuple):
 
 def _attr_parts(parts: list[bytes], v: AttrValue) -> None:
     """Append an attribute value's encoding (docs/graph.md: a tag byte, then the value)."""
+    if v.__class__ is int:  # the common kinds first (by exact class: a bool is an int too)
+        parts.append(b"\x01")
+        parts.append(uvar_bytes((v << 1) if v >= 0 else ((-v << 1) - 1)))  # type: ignore[operator]
+        return
+    if isinstance(v, Type):  # never also a number, string, bytes or tuple
+        parts.append(b"\x05")
+        parts.append(v.canonical)
+        return
     if isinstance(v, bool):
         parts.append(b"\x03\x01" if v else b"\x03\x00")
     elif isinstance(v, int):
@@ -51,14 +58,12 @@ def _attr_parts(parts: list[bytes], v: AttrValue) -> None:
         parts.append(uvar_bytes(len(v)))
         for x in v:
             _attr_parts(parts, x)
-    elif isinstance(v, Type):
-        parts.append(b"\x05")
-        parts.append(v.canonical)
     else:  # pragma: no cover - builder bug
         raise TypeError(f"unsupported attribute value {v!r}")
 
 
 _HEAD = uvar_bytes(SCHEMA_VERSION)
+_new_value = tuple.__new__
 
 
 class Node:
@@ -87,19 +92,27 @@ class Node:
         inputs = self.inputs
         attrs = self.attrs
         regions = self.regions
-        parts = [_HEAD, str_bytes(hashed_opcode(self.op, types)), uvar_bytes(len(types))]
+        n = len(types)  # a count below 128 is its own one-byte uvar
+        parts = [
+            _HEAD,
+            str_bytes(hashed_opcode(self.op, types)),
+            BYTE[n] if n < 0x80 else uvar_bytes(n),
+        ]
         for t in types:
             parts.append(t.canonical)
-        parts.append(uvar_bytes(len(inputs)))
+        n = len(inputs)
+        parts.append(BYTE[n] if n < 0x80 else uvar_bytes(n))
         for v in inputs:
             parts.append(v.node)
             i = v.index
             parts.append(BYTE[i] if 0 <= i < 0x80 else uvar_bytes(i))
-        parts.append(uvar_bytes(len(attrs)))
+        n = len(attrs)
+        parts.append(BYTE[n] if n < 0x80 else uvar_bytes(n))
         for k, v in attrs:
             parts.append(str_bytes(k))
             _attr_parts(parts, v)
-        parts.append(uvar_bytes(len(regions)))
+        n = len(regions)
+        parts.append(BYTE[n] if n < 0x80 else uvar_bytes(n))
         parts += regions
         return b"".join(parts)
 
@@ -110,7 +123,7 @@ class Node:
         return default
 
     def out(self, index: int = 0) -> Value:
-        return Value(self.hash, index)
+        return _new_value(Value, (self.hash, index))  # ``Value(…)`` without its Python ``__new__``
 
     def __repr__(self) -> str:
         return f"Node({self.op} {self.hash.hex()[:10]})"
@@ -122,17 +135,18 @@ class Region:
     __slots__ = ("params", "yields", "hash")
 
     def __init__(self, params: tuple[Type, ...], yields: tuple[Value, ...]) -> None:
-        self.params = tuple(params)
-        self.yields = tuple(yields)
-        w = Writer()
-        w.uvar(len(self.params))
-        for t in self.params:
-            t.encode(w)
-        w.uvar(len(self.yields))
-        for v in self.yields:
-            w.raw(v.node)
-            w.uvar(v.index)
-        self.hash = record_digest("region", w.getvalue())
+        self.params = params = tuple(params)
+        self.yields = yields = tuple(yields)
+        # ``Writer``'s layout, as one list of parts: each type's encoding is cached on the type
+        parts = [uvar_bytes(len(params))]
+        for t in params:
+            parts.append(t.canonical)
+        parts.append(uvar_bytes(len(yields)))
+        for v in yields:
+            parts.append(v.node)
+            i = v.index
+            parts.append(BYTE[i] if 0 <= i < 0x80 else uvar_bytes(i))
+        self.hash = record_digest("region", b"".join(parts))
 
 
 class Function:

@@ -106,6 +106,10 @@ def broadcast_shapes(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> tuple[Dim, ...]:
     Two symbolic dimensions must be the same symbol; a symbol against a static size
     other than 1 is an error (the size is not known to match).
     """
+    if a == b or not b:  # the common cases (equal shapes, a scalar): what the loop gives
+        return a
+    if not a:
+        return b
     out: list[Dim] = []
     for i in range(1, max(len(a), len(b)) + 1):
         da = a[-i] if i <= len(a) else 1

@@ -26,11 +26,20 @@ class FnProvenance:
     _recorded: set[tuple[bytes, int, int]] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, node_hash: bytes, rel: Span) -> None:
-        key = (node_hash, rel.start, rel.end)  # ints hash in C, a Span in Python
-        if key in self._recorded:
+        self.add_at(node_hash, rel.start, rel.end)
+
+    def add_at(self, node_hash: bytes, start: int, end: int) -> None:
+        """:meth:`add` of the relative span ``start..end``, made only when it is new."""
+        key = (node_hash, start, end)  # ints hash in C, a Span in Python
+        recorded = self._recorded
+        if key in recorded:
             return
-        self._recorded.add(key)
-        self.node_spans.setdefault(node_hash, []).append(rel)
+        recorded.add(key)
+        spans = self.node_spans.get(node_hash)
+        if spans is None:
+            self.node_spans[node_hash] = [Span(start, end)]
+        else:
+            spans.append(Span(start, end))
 
     def absolute(self, node_hash: bytes) -> list[Span]:
         return [s.shifted(self.span.start) for s in self.node_spans.get(node_hash, [])]

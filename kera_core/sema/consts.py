@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.ir.node import Value
-from kera_core.ir.types import FnType
+from kera_core.ir.types import FnType, Prim
+from kera_core.sema import literals
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.frames import Frame
 from kera_core.syntax import ast
@@ -226,10 +227,15 @@ def _evaluate(lw, value: Value) -> tuple[object, tuple[bytes, InterpError] | Non
 
 
 def constant_value(env: ModuleEnv, name: str):
-    """The compile-time value of constant ``name`` (a numpy scalar), for a constant used
-    where a value is needed before the functions are checked (a dimension, §3.3); None
-    when it has no value — a cycle, a bad initializer, a failed evaluation — which
-    :func:`check_constants` reports, once, on the constant."""
+    """The compile-time value of constant ``name`` (a numpy scalar; a Python ``int`` for an
+    integer literal), for a constant used where a value is needed before the functions are
+    checked (a dimension, §3.3); None when it has no value — a cycle, a bad initializer, a
+    failed evaluation — which :func:`check_constants` reports, once, on the constant.
+
+    A constant that lowers to one integer ``const`` node (`const N: i64 = 64;`) has that
+    node's value, wrapped as the interpreter's ``const`` wraps it: it is not evaluated, so
+    a file whose dimension constants are literals is checked without loading the
+    interpreter (numpy), as :func:`_evaluation_error` spares it."""
     memo = env.const_values
     if name in memo:
         return memo[name]
@@ -253,6 +259,11 @@ def constant_value(env: ModuleEnv, name: str):
     if lowered is None:
         return None
     lw, value = lowered
+    node = lw.nodes[value.node]
+    t = node.attr("type")
+    if node.op == "const" and isinstance(t, Prim) and t.is_int:
+        memo[name] = literals.wrap(int(node.attr("value")), t)  # type: ignore[arg-type]
+        return memo[name]
     result, failure = _evaluate(lw, value)
     if failure is None:
         memo[name] = result

@@ -67,6 +67,18 @@ class Use:
     name: str = ""
     owner: str = ""  # the struct, for a field
 
+    def __init__(
+        self, span: Span, kind: str, def_span: Span | None = None, name: str = "", owner: str = ""
+    ) -> None:
+        # what the generated ``__init__`` does with five ``object.__setattr__`` calls, as
+        # stores into the instance's dict (at half the cost): one use per name read
+        d = self.__dict__
+        d["span"] = span
+        d["kind"] = kind
+        d["def_span"] = def_span
+        d["name"] = name
+        d["owner"] = owner
+
     def shifted(self, delta: int) -> Use:
         return Use(
             self.span.shifted(delta),
@@ -327,7 +339,9 @@ class TypeResolver:
                     )
                 )
                 return None
-            if base not in PRIMS.values() and not isinstance(base, TypeParam | Struct):
+            if not isinstance(base, Prim | TypeParam | Struct) or (
+                isinstance(base, Prim) and base.name not in PRIMS
+            ):
                 self.diags.append(
                     error("K0301", t.span, f"tensor elements must be primitive, not `{base}`")
                 )

@@ -55,16 +55,33 @@ class NeverType(Type):
 NEVER = NeverType()
 
 
-@dataclass(frozen=True)
 class Val:
-    """An expression's result: a graph value (None for `()` and errors) and its type."""
+    """An expression's result: a graph value (None for `()` and errors) and its type.
 
-    value: Value | None
-    type: Type
+    Immutable by convention; a plain slotted class rather than a frozen dataclass, whose
+    ``__init__`` sets each field through ``object.__setattr__`` (one is made per lowered
+    expression)."""
+
+    __slots__ = ("value", "type")
+
+    def __init__(self, value: Value | None, type: Type) -> None:
+        self.value = value
+        self.type = type
 
     @property
     def is_err(self) -> bool:
-        return type(self.type) is ErrorType  # isinstance: ErrorType has no subclass
+        return self.type.__class__ is ErrorType  # isinstance: ErrorType has no subclass
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Val:
+            return NotImplemented
+        return (self.value, self.type) == (other.value, other.type)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.value, self.type))
+
+    def __repr__(self) -> str:
+        return f"Val(value={self.value!r}, type={self.type!r})"
 
 
 ERR_VAL = Val(None, ERR)

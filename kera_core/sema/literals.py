@@ -13,9 +13,25 @@ INT_SUFFIXES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOAT_SUFFIXES = ("f32", "f64")
 
 
+_SUFFIXES = (*INT_SUFFIXES, *FLOAT_SUFFIXES)
+_SPLIT: dict[str, tuple[str, str | None]] = {}
+_SPLIT_MAX = 65_536
+
+
 def split_suffix(text: str) -> tuple[str, str | None]:
-    """`1_000u32` -> ("1_000", "u32"); hex digits are never mistaken for a suffix."""
-    for suf in (*INT_SUFFIXES, *FLOAT_SUFFIXES):
+    """`1_000u32` -> ("1_000", "u32"); hex digits are never mistaken for a suffix.
+
+    Memoised by text (asked several times per literal, and the same literals recur)."""
+    hit = _SPLIT.get(text)
+    if hit is None:
+        if len(_SPLIT) >= _SPLIT_MAX:
+            _SPLIT.clear()
+        hit = _SPLIT[text] = _split_suffix(text)
+    return hit
+
+
+def _split_suffix(text: str) -> tuple[str, str | None]:
+    for suf in _SUFFIXES:
         if text.endswith(suf) and len(text) > len(suf):
             body = text[: -len(suf)]
             if suf.startswith("f") and body.lower().startswith("0x"):

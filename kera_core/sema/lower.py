@@ -16,7 +16,9 @@ from kera_core.ir.node import Function, Node, Region, Value
 from kera_core.ir.provenance import FnProvenance
 from kera_core.ir.types import (
     BOOL,
+    F64,
     I64,
+    PRIMS,
     TOKEN,
     UNIT,
     Prim,
@@ -45,7 +47,7 @@ from kera_core.sema.env import (
     tuple_element_error,
     tuple_element_ok,
 )
-from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, Frame, Scope, Val
+from kera_core.sema.frames import ERR, ERR_VAL, NEVER, Binding, ErrorType, Frame, Scope, Val
 from kera_core.sema.lower_calls import BUILTINS, Calls
 from kera_core.sema.lower_control import ControlFlow
 from kera_core.sema.lower_exits import RET, RETVAL, Exits, has_return
@@ -107,21 +109,30 @@ class LoweredFn:
         )
 
 
+_WRAPPERS = (ast.ParenExpr, ast.PrefixExpr)  # hoisted: `A | B` makes a union per call
+_PLACE_STEPS = (ast.IndexExpr, ast.FieldExpr, ast.ParenExpr)
+
+
 def _is_untyped_float(e: ast.Expr | None) -> bool:
     """An unsuffixed float literal (or its negation/parenthesis)."""
-    while isinstance(e, ast.ParenExpr | ast.PrefixExpr):
+    while isinstance(e, _WRAPPERS):
         e = e.inner if isinstance(e, ast.ParenExpr) else e.operand
     return _is_untyped_literal(e) and e.token.kind == K.FLOAT  # type: ignore[union-attr]
 
 
 def _is_untyped_literal(e: ast.Expr | None) -> bool:
     """A literal without suffix (or its negation/parenthesis): its type comes from context."""
-    while isinstance(e, ast.ParenExpr | ast.PrefixExpr):
+    while isinstance(e, _WRAPPERS):
         e = e.inner if isinstance(e, ast.ParenExpr) else e.operand
     if not isinstance(e, ast.Literal):
         return False
     tok = e.token
     return tok.kind in (K.INT, K.FLOAT) and literals.split_suffix(tok.text)[1] is None
+
+
+def _shown(text: str, negate: bool) -> str:
+    """A literal as a message quotes it (made only for a diagnostic)."""
+    return quoted(f"{'-' if negate else ''}{text}")
 
 
 _NONE: tuple = ()
@@ -168,7 +179,7 @@ def _own_targets(n) -> tuple:
             if isinstance(arg, ast.PathExpr) and arg.name is not None:
                 out.append(CallArg(callee.name.text, i, arg.name.text))
         return tuple(out)
-    while isinstance(target, ast.IndexExpr | ast.FieldExpr | ast.ParenExpr):
+    while isinstance(target, _PLACE_STEPS):
         target = target.inner if isinstance(target, ast.ParenExpr) else target.base
     if isinstance(target, ast.PathExpr):
         return (target.name_text,)
@@ -257,7 +268,11 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         self.uses: list[Use] = []
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
         self.foreign = 0  # > 0: lowering another file's constant (inline_const)
-        dim_spans = tuple(d.span for d in sig.ast.dim_params) if sig.ast is not None else ()
+        dim_spans = (
+            tuple(d.span for d in sig.ast.dim_params)
+            if sig.ast is not None and sig.dim_names  # one name per dimension parameter
+            else ()
+        )
         self.types = TypeResolver(env, sig.dim_names, [], self.uses, dim_spans, sig.type_names())
 
     # --- diagnostics ---------------------------------------------------------------
@@ -273,21 +288,34 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         node = self.nodes.setdefault(node.hash, node)
         if span is not None and not self.foreign:
             fn = self.sig.span
-            if fn.start <= span.start and span.end <= fn.end:  # a constant's is elsewhere
-                self.prov.add(node.hash, span.shifted(-self.base))
+            start, end = span.start, span.end
+            if fn.start <= start and end <= fn.end:  # a constant's is elsewhere
+                base = self.base
+                self.prov.add_at(node.hash, start - base, end - base)
         return node
 
     def op(self, name: str, args: list[Val], span: Span, attrs: dict | None = None) -> Val:
-        if any(a.is_err for a in args):
-            return ERR_VAL
-        attrs = attrs or {}
-        if any(a.value is None for a in args):
+        types_in = []
+        values = []
+        unit = False
+        for a in args:  # one pass: an error operand first, then a `()` one
+            t = a.type
+            if t.__class__ is ErrorType:
+                return ERR_VAL
+            v = a.value
+            if v is None:
+                unit = True
+            types_in.append(t)
+            values.append(v)
+        if unit:
             return self.err("K0301", span, f"`{name}` cannot take a `()` operand")
+        if attrs is None:
+            attrs = {}
         try:
-            types = ops.infer_named(name, tuple([a.type for a in args]), attrs, self.sig.dim_names)
+            types = ops.infer_named(name, tuple(types_in), attrs, self.sig.dim_names)
         except ops.TypeRuleError as e:
             return self.err(e.code, span, str(e))
-        node = self.add(Node(name, tuple(a.value for a in args), types, attrs), span)  # type: ignore[misc]
+        node = self.add(Node(name, tuple(values), types, attrs), span)
         return Val(node.out(0), types[0])
 
     def const(self, t: Prim, value: int, span: Span | None) -> Val:
@@ -502,14 +530,14 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             idx = len(top.params)
             top.params.append(t)
             p = params[i]
-            mutable = p.is_mut or (isinstance(t, Ref) and t.mutable)
-            span = p.name.span if p.name else p.span
-            val = Val(self.param(idx, t), strip_ref(t) if isinstance(t, Ref) and t.mutable else t)
+            mutref = isinstance(t, Ref) and t.mutable
+            mutable = mutref or p.is_mut
+            pname = p.name
+            span = pname.span if pname else p.span
+            val = Val(self.param(idx, t), strip_ref(t) if mutref else t)
             if name in top.scopes[0]:
                 self.err("K0206", span, f"parameter `{name}` is declared twice")
-            top.scopes[0][name] = Binding(
-                name, val, mutable, span, "param", mutref=isinstance(t, Ref) and t.mutable
-            )
+            top.scopes[0][name] = Binding(name, val, mutable, span, "param", mutref=mutref)
         dim_params = fn.dim_params if sig.dim_names else []
         for i, name in enumerate(sig.dim_names):
             top.scopes[0].setdefault(
@@ -614,7 +642,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         finally:
             self.frame.scopes.pop()
 
-    def let(self, st: ast.LetStmt, rest: list | None = None) -> None:
+    def let(self, st: ast.LetStmt, items: list | None = None, after: int = 0) -> None:
+        """``let``; ``items[after:]`` are the statements of the block after it (copied only
+        where an unsuffixed float literal needs them: :meth:`float_type_of_use`)."""
         assert self.frame is not None
         declared = self.resolve_type(st.type)
         if st.pattern is not None:
@@ -636,8 +666,14 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             val = ERR_VAL
         else:
             expected = declared
-            if declared is None and name is not None and rest and _is_untyped_float(init):
-                expected = self.float_type_of_use(name, rest)
+            if (
+                declared is None
+                and name is not None
+                and items
+                and after < len(items)
+                and _is_untyped_float(init)
+            ):
+                expected = self.float_type_of_use(name, items[after:])
             val = self.expr(init, expected)
             if declared is not None and not val.is_err:
                 if not self.check_type(declared, val, init.span, "value"):
@@ -881,7 +917,10 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if method is False:  # pragma: no cover - every Expr class has a method
             return self.err("K0315", e.span, f"unsupported expression `{e.syntax}`")
         v = method(self, e, expected)
-        self.note_type(e, v.type)
+        syntax = e.syntax  # note_type, inline: once per expression
+        start = syntax.offset
+        green = syntax.green
+        self.expr_types[(start, start + green.text_len, green.kind)] = v.type
         return v
 
     def note_type(self, e: ast.Expr, t: Type | None) -> None:
@@ -932,14 +971,13 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         body, suffix = literals.split_suffix(tok.text)
         exp_elem = elem_of(expected) if expected is not None else None
         if suffix is not None:
-            t = Prim(suffix)
+            t = PRIMS[suffix]
         elif exp_elem is not None and (
             exp_elem.is_float or (exp_elem.is_int and tok.kind == K.INT)
         ):
             t = exp_elem
         else:
-            t = Prim("i64") if tok.kind == K.INT else Prim("f64")
-        shown = quoted(f"{'-' if negate else ''}{tok.text}")
+            t = I64 if tok.kind == K.INT else F64
         if t.is_float:
             try:
                 bits = literals.float_bits(body, t, negate)
@@ -949,7 +987,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                 return self.err(
                     "K0307",
                     e.span,
-                    f"literal `{shown}` is out of range for `{t}`: it rounds to infinity",
+                    f"literal `{_shown(tok.text, negate)}` is out of range for `{t}`: it rounds to infinity",
                 )
             return self.const(t, bits, e.span)
         if tok.kind == K.FLOAT:
@@ -959,7 +997,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             v = literals.int_value(body)
         except literals.LiteralTooLarge:
             return self.err(
-                "K0307", e.span, f"literal `{shown}` does not fit in `{t}` (range {lo}..={hi})"
+                "K0307",
+                e.span,
+                f"literal `{_shown(tok.text, negate)}` does not fit in `{t}` (range {lo}..={hi})",
             )
         except ValueError:
             return ERR_VAL  # malformed: the lexer reported it (K0005)
@@ -967,7 +1007,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             v = -v
         if not lo <= v <= hi:
             return self.err(
-                "K0307", e.span, f"literal `{shown}` does not fit in `{t}` (range {lo}..={hi})"
+                "K0307",
+                e.span,
+                f"literal `{_shown(tok.text, negate)}` does not fit in `{t}` (range {lo}..={hi})",
             )
         return self.const(t, v, e.span)
 

@@ -114,15 +114,18 @@ class Exits:
             if fn_body and i & 63 == 63:
                 poll("lowering", i, len(items))  # a long body's graph built inside a query
             if isinstance(item, ast.LetStmt):
-                self.let(item, items[i + 1 :])
+                self.let(item, items, i + 1)
                 continue
-            if not isinstance(item, ast.ExprStmt) or item.expr is None:
+            if not isinstance(item, ast.ExprStmt):
                 continue
-            v = self.expr(item.expr, None)
-            rest = items[i + 1 :]
+            e = item.expr
+            if e is None:
+                continue
+            v = self.expr(e, None)
             if v.is_err:
                 continue
             if v.type is NEVER or (may_exit(item.syntax) and self.exit_flags()):
+                rest = items[i + 1 :]
                 if all(x is None for x in rest):
                     return Val(None, NEVER) if v.type is NEVER else Val(None, UNIT)
                 if v.type is NEVER:

@@ -513,7 +513,8 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
     diags: list[Diagnostic] = []
     tparams, tspans = _type_params(fn, diags)
     dims: list[str] = []
-    for d in fn.dim_params:
+    dim_params = fn.dim_params  # each accessor call is a scan of the item's children
+    for d in dim_params:
         if d.text in dims:
             diags.append(error("K0206", d.span, f"dimension `{d.text}` is declared twice"))
         elif d.text in [t.name for t in tparams]:
@@ -525,7 +526,7 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
         tuple(dims),
         diags,
         sig_uses,
-        tuple(d.span for d in fn.dim_params),
+        tuple(d.span for d in dim_params),
         {t.name: (t, sp) for t, sp in zip(tparams, tspans, strict=True)},
     )
     params: list[Type] = []
@@ -533,12 +534,14 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
     ok = True
     for p in fn.params:
         t = resolver.resolve(p.type)
-        if t is None or p.name is None:
+        pname = p.name
+        if t is None or pname is None:
             ok = False
             continue
         params.append(t)
-        names.append(p.name.text)
-    result = resolver.resolve(fn.ret_type) if fn.ret_type is not None else UNIT
+        names.append(pname.text)
+    ret_type = fn.ret_type
+    result = resolver.resolve(ret_type) if ret_type is not None else UNIT
     if result is None:
         ok = False
     effects = resolve_effects(fn, diags)
@@ -550,7 +553,7 @@ def _signature(fn: ast.Fn, env: ModuleEnv) -> tuple:
             diags.append(
                 error(
                     "K0310",
-                    fn.dim_params[i].span,
+                    dim_params[i].span,
                     f"dimension `{dims[i]}` must appear in a parameter or the result type on "
                     f"its own or in a form a call can solve (`{dims[i]}`, `{dims[i]} + 1`, "
                     f"`2 * {dims[i]}`), so that each call binds it",
@@ -594,15 +597,16 @@ def _callee_names(sig: FnSig, cache: LoweringCache) -> tuple[str, ...]:
         # On the green tree, in preorder, skipping subtrees without a call (no cursors made).
         out = []
         stack = [body.syntax.green]
+        push = stack.append
         while stack:
             g = stack.pop()
             if g.kind == K.CALL_EXPR:
                 name = _callee_name(g)
                 if name is not None:
                     out.append(name)
-            stack.extend(
-                c for c in reversed(g.children) if not c.is_token and c.kinds_below() & _CALL
-            )
+            for c in reversed(g.children):  # a loop, not a generator: one per node walked
+                if not c.is_token and c.kinds_below() & _CALL:
+                    push(c)
         return tuple(out)
 
     return cache.memo(cache.calls, sig.ast.syntax.green, make)

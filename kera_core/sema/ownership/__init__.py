@@ -77,7 +77,7 @@ def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnost
     with deep_recursion(quiet_gc=True):  # no cyclic GC passes over the trees meanwhile
         for name, lf in module.functions.items():
             span = lf.sig.span
-            if any(span.start <= s.start < span.end or span.covers(s) for s in broken):
+            if broken and any(span.start <= s.start < span.end or span.covers(s) for s in broken):
                 continue
             out += check_function_guarded(module, name)
     out.sort(key=sort_key)

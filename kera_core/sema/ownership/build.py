@@ -22,6 +22,7 @@ from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
 
 EMPTY: frozenset[Loan] = frozenset()
+_PLACE_STEPS = (ast.ParenExpr, ast.IndexExpr, ast.FieldExpr)  # hoisted: `A | B` makes a union
 _X_METHODS: dict[tuple[type, type], object] = {}  # (builder, AST class) -> x_<class> or False
 
 
@@ -147,7 +148,8 @@ class Builder:
         params = fn.params
         for i, (name, t) in enumerate(zip(sig.param_names, sig.type.params, strict=True)):
             p = params[i]
-            decl = p.name.span if p.name is not None else p.span
+            pname = p.name
+            decl = pname.span if pname is not None else p.span
             if isinstance(t, Ref) and t.mutable:
                 v = self.new_var(name, decl, "mutref", t.inner, True)
             elif isinstance(t, Ref):
@@ -176,6 +178,8 @@ class Builder:
 
     def check_return(self, value: ast.Expr, loans: frozenset[Loan]) -> None:
         """K0404: a function may hand out borrows of what its caller owns, nothing else."""
+        if not loans:
+            return
         for loan in sorted(loans, key=lambda x: (x.span.start, x.owner)):
             owner = self.vars[loan.owner]
             if owner.kind in ("mutref", "refparam", "dim"):
@@ -217,6 +221,8 @@ class Builder:
         self, blk: ast.Block, loans: frozenset[Loan], declared: list[Var]
     ) -> frozenset[Loan]:
         """K0404: a block's value may not borrow a variable the block itself declares."""
+        if not loans:
+            return loans
         ids = {v.id for v in declared}
         bad = sorted((x for x in loans if x.owner in ids), key=lambda x: (x.span.start, x.owner))
         if not bad:
@@ -267,7 +273,7 @@ class Builder:
             self.let_ref(st, borrow, decl, t)
             return
         v = self.new_var(ref.text if ref else "_", decl, "local", t, mut)
-        value = unparen(init)
+        value = borrow  # the initializer without its parentheses
         dest = Dest(
             "let_mut" if mut else "let",
             st.span,
@@ -481,10 +487,11 @@ class Builder:
             self.emit(Event("move", root.id, e.span, dest=ctx, what="field"))
 
     def x_IndexExpr(self, e: ast.IndexExpr, ctx):
-        self.expr(e.base, None)
+        base = e.base
+        self.expr(base, None)
         self.reads(e.indices)
-        if space_of(self.ty(e.base)) == "device":
-            self.device_element(e, e.base, "read")
+        if space_of(self.ty(base)) == "device":
+            self.device_element(e, base, "read")
         return EMPTY
 
     def device_element(self, e: ast.Expr, base: ast.Expr | None, verb: str) -> None:
@@ -633,7 +640,7 @@ class Builder:
     def place_indices(self, e: ast.Expr | None) -> list[ast.Expr]:
         """Index expressions of a place, root first (the order they are evaluated in)."""
         out: list[list[ast.Expr]] = []
-        while isinstance(e, ast.ParenExpr | ast.IndexExpr | ast.FieldExpr):
+        while isinstance(e, _PLACE_STEPS):
             if isinstance(e, ast.IndexExpr):
                 out.append(e.indices)
             e = e.inner if isinstance(e, ast.ParenExpr) else e.base
