@@ -13,11 +13,16 @@ directory, is optional::
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kera_core.sema.package import SourceUnit
 from kera_core.source import decode
+
+if TYPE_CHECKING:
+    from kera_core.sema.package import SourceUnit
+
+# `tomllib` and the package analysis are imported where a package is read: `kera check
+# FILE` asks only `is_package_path` (start-up, tests/test_cli_startup.py).
 
 MANIFEST = "kera.toml"
 _KEYS = {"name", "src"}
@@ -48,6 +53,8 @@ def module_name(rel: str) -> str:
 
 def read_manifest(path: str) -> tuple[str | None, str]:
     """(name or None, source directory relative to the manifest) of a `kera.toml`."""
+    import tomllib
+
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -96,6 +103,8 @@ def load_package(path: str) -> PackageSource:
         raise ManifestError(f"{manifest}: source directory {src_dir} does not exist")
     if name is None:
         name = os.path.basename(os.path.abspath(root))
+    from kera_core.sema.package import SourceUnit
+
     units = []
     for rel in package_files(src_dir):
         full = os.path.join(src_dir, rel)

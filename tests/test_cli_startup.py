@@ -65,8 +65,10 @@ def test_front_end_commands_import_neither_numpy_nor_wasmtime(argv):
 @pytest.mark.parametrize("argv", [["check", SAXPY], ["fmt", SAXPY], ["parse", SAXPY]])
 def test_checking_does_not_load_the_keg_reader_nor_the_graph_views(argv):
     """Every module imported is compiled when there is no bytecode cache: `kera check`
-    leaves out what only the graph and build commands use."""
-    assert _loaded(argv, ("kera_core.keg", "kera_core.ir.view")) == []
+    leaves out what only the graph and build commands use, and what only a package needs
+    (its manifest's TOML, the package analysis)."""
+    heavy = ("kera_core.keg", "kera_core.ir.view", "tomllib", "kera_core.sema.package")
+    assert _loaded(argv, heavy) == []
 
 
 def test_literal_dimension_constants_are_checked_without_the_interpreter(tmp_path):

@@ -26,7 +26,7 @@ from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.syntax.lexer import LexedText, lex
 from kera_core.syntax.parse import parse
 from kera_core.syntax.parser import grammar
-from kera_core.syntax.parser.events import FP_SHIFT, KIND_MASK, LEAF, TOMBSTONE
+from kera_core.syntax.parser.events import FP_SHIFT, INNER_SHIFT, KIND_MASK, LEAF, TOMBSTONE, WRAP
 from kera_core.syntax.parser.parser import Parser
 from kera_core.syntax.reparse import TextEdit, reparse
 from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache
@@ -238,7 +238,12 @@ def build_reference(lexed: LexedText, events: list[int], errors, base: int = 0):
                 j += e >> FP_SHIFT
             for kind in reversed(chain):
                 start(kind)
-            if leaf:
+            if ev & WRAP:  # a whole node around a leaf around the next token
+                start(K((ev >> INNER_SHIFT) & KIND_MASK))
+                token()
+                finish()
+                finish()
+            elif leaf:
                 token()
                 finish()
     assert result is not None and not stack
@@ -312,3 +317,74 @@ def test_node_cache_keeps_colliding_children_apart():
     b2 = GreenToken(K.IDENT, "b")
     b2._hash = a._hash
     assert cache.node(K.NAME, (b2,)) is nb
+
+
+def _shape(green: GreenNode) -> list[tuple[int, K, str | None]]:
+    """Every element in order: its depth, kind and (a token's) text."""
+    out = []
+    stack = [(green, 0)]
+    while stack:
+        el, depth = stack.pop()
+        out.append((depth, el.kind, el.text if el.is_token else None))
+        if not el.is_token:
+            stack += [(c, depth + 1) for c in reversed(el.children)]
+    return out
+
+
+def test_leaf_and_wrap_memos_keep_tokens_with_equal_hashes_apart():
+    """The builder's memos of leaves and wraps are keyed by token hash: a token whose hash
+    equals another's still gets its own node (the memo's hit must hold the very token)."""
+    text = "fn f(a: i32, b: i32) -> i32 { let c: i32 = a + b; a * b + c }\n"
+    cache = NodeCache()
+    a, b = cache.token(K.IDENT, "a"), cache.token(K.IDENT, "b")
+    b._hash = a._hash  # force a collision of the two names' hashes
+    for _ in range(2):  # cold memos, then warm ones
+        p = parse(text, cache)
+        assert str(p.green) == text
+        assert _shape(p.green) == _shape(parse(text, NodeCache()).green)  # hashes differ
+        names = [t for t in p.green.tokens() if t.kind == K.IDENT]
+        assert [t.text for t in names] == ["f", "a", "i32", "b", "i32", "i32", "c", "i32",
+                                           "a", "b", "a", "b", "c"]  # fmt: skip
+        assert all(t is cache.tokens[(t.kind, t.text)] for t in names)
+
+
+def test_a_text_first_interned_with_another_kind_keeps_each_tokens_kind():
+    """Tokens are found by text first (``NodeCache.by_text``); a text whose first token had
+    another kind falls back to ``(kind, text)``."""
+    cache = NodeCache()
+    other = cache.token(K.ERROR_TOKEN, "fn")
+    assert cache.by_text["fn"] is other
+    text = "fn f(x: i32) -> i32 { x }\n"
+    for _ in range(2):
+        p = parse(text, cache)
+        toks = list(p.green.tokens())
+        assert [t.kind for t in toks] == lex(text).kinds
+        assert all(t is cache.tokens[(t.kind, t.text)] for t in toks)
+        assert not any(t is other for t in toks)
+        assert p.green == parse(text, NodeCache()).green
+
+
+def test_a_wrap_that_is_the_root_or_has_forward_parents():
+    """``leaf2``'s single WRAP event: as the first event (the root), and preceded by a
+    parent that becomes the root; both against the event-at-a-time reference."""
+
+    def root_wrap(p: Parser) -> None:
+        p.leaf2(K.PATH_EXPR, K.NAME_REF)
+
+    def preceded(p: Parser) -> None:
+        lhs = p.leaf2(K.PATH_EXPR, K.NAME_REF)
+        m = p.precede(lhs)
+        p.bump()
+        p.leaf2(K.PATH_EXPR, K.NAME_REF)
+        p.complete(m, K.BIN_EXPR)
+
+    for rule, text in ((root_wrap, "  x  // c\n"), (preceded, " a /* c */ + \n b ")):
+        lexed = lex(text)
+        sig = significant(lexed.kinds)
+        p = Parser([lexed.kinds[i] for i in sig])
+        rule(p)
+        ref, _ = build_reference(lexed, p.events, p.errors)
+        for cache in (NodeCache(), NodeCache()):
+            green = TreeBuilder(lexed, cache, 0, sig).run(list(p.events), p.errors)
+            assert str(green) == text
+            assert green == ref

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import compress
+from operator import is_, is_not
 
 from kera_core.source import Span, utf8_len
 from kera_core.syntax.kinds import SyntaxKind
@@ -147,22 +149,22 @@ class GreenNode:
             a, b = pop()
             ac = a.children
             bc = b.children
-            if (
-                a.kind != b.kind
-                or a.text_len != b.text_len
-                or hash(a) != hash(b)
-                or len(ac) != len(bc)
-            ):
+            if a.kind != b.kind or a.text_len != b.text_len or len(ac) != len(bc):
                 return False
-            # Shared children (interned tokens and small nodes) are skipped at once; only
-            # pairs of distinct nodes are pushed.
-            for x, y in zip(ac, bc, strict=False):
-                if x is not y:
-                    if x.is_token or y.is_token:
-                        if x != y:
-                            return False
-                    else:
-                        push((x, y))
+            # The common case (the node cache compares a new node with an interned one of the
+            # same hashes): the same children, tested in C.
+            if all(map(is_, ac, bc)):
+                continue
+            if hash(a) != hash(b):
+                return False
+            # Shared children (interned tokens and small nodes) are skipped in C; only pairs
+            # of distinct nodes are pushed.
+            for x, y in compress(zip(ac, bc, strict=True), map(is_not, ac, bc)):
+                if x.is_token or y.is_token:
+                    if x != y:
+                        return False
+                else:
+                    push((x, y))
         return True
 
     def __str__(self) -> str:
@@ -224,14 +226,27 @@ class NodeCache:
 
     def __init__(self) -> None:
         self.tokens: dict[tuple[SyntaxKind, str], GreenToken] = {}
+        # The first token interned with each text: a text's kind is almost always a
+        # function of it, so the builder looks tokens up by text (a ``str`` key, its hash
+        # cached) and checks their kinds, all in C.
+        self.by_text: dict[str, GreenToken] = {}
         self.nodes: dict[tuple[SyntaxKind, tuple[int, ...]], GreenNode] = {}
         self.collided: dict[tuple[SyntaxKind, tuple[GreenToken | GreenNode, ...]], GreenNode] = {}
+        # The tree builder's memos of leaf nodes (a node holding one token: a name, a
+        # literal), keyed by ``token hash << 11 | the leaf's start event``, and of wraps (a
+        # node holding a leaf: ``PATH_EXPR(NAME_REF(x))``), keyed by ``token hash << 22 |
+        # the wrap's start event``: what the lookups above gave for that token. Entries in
+        # ``nodes`` are never replaced, so it stays true; a hit counts only if the node
+        # holds this very token.
+        self.leaves: dict[int, GreenNode] = {}
+        self.wraps: dict[int, GreenNode] = {}
 
     def token(self, kind: SyntaxKind, text: str) -> GreenToken:
         key = (kind, text)
         tok = self.tokens.get(key)
         if tok is None:
             tok = self.tokens[key] = GreenToken(kind, text)
+            self.by_text.setdefault(text, tok)
         return tok
 
     def node(self, kind: SyntaxKind, children: tuple[GreenToken | GreenNode, ...]) -> GreenNode:

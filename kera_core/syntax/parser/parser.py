@@ -15,10 +15,12 @@ from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
 from kera_core.syntax.parser.events import (
     FINISH,
     FP_SHIFT,
-    KIND_MASK,
+    INNER_SHIFT,
     LEAF,
+    NO_FP,
     TOKEN,
     TOMBSTONE,
+    WRAP,
     Event,
 )
 
@@ -107,7 +109,15 @@ class Parser:
         return False
 
     def expect(self, kind: SyntaxKind) -> bool:
-        if self.eat(kind):
+        self.fuel -= 1  # `self.eat(kind)`, inlined
+        if self.fuel <= 0:
+            raise Stuck
+        pos = self.pos
+        if self.kinds[pos] == kind:
+            if pos < self.n:
+                self.events.append(TOKEN)
+                self.pos = pos + 1
+                self.fuel = FUEL
             return True
         self.error("K0100", f"expected {describe(kind)}, found {describe(self.current())}")
         return False
@@ -134,8 +144,17 @@ class Parser:
         return m
 
     def leaf2(self, outer: SyntaxKind, inner: SyntaxKind) -> CompletedMarker:
-        """An ``outer`` node holding an ``inner`` leaf (``PATH_EXPR(NAME_REF(x))``)."""
-        m = self.start()
+        """An ``outer`` node holding an ``inner`` leaf (``PATH_EXPR(NAME_REF(x))``), as one
+        ``WRAP`` event (what ``start``, ``leaf(inner)``, ``complete(m, outer)`` would emit)."""
+        events = self.events
+        m = len(events)
+        pos = self.pos
+        if pos < self.n:
+            events.append(outer | WRAP | inner << INNER_SHIFT)
+            self.pos = pos + 1
+            self.fuel = FUEL
+            return m
+        m = self.start()  # at the end: no token for the leaf, spelled out
         self.leaf(inner)
         return self.complete(m, outer)
 
@@ -157,7 +176,7 @@ class Parser:
         events = self.events
         events.append(TOMBSTONE)
         m = len(events) - 1
-        events[cm] = (events[cm] & (KIND_MASK | LEAF)) | ((m - cm) << FP_SHIFT)
+        events[cm] = (events[cm] & NO_FP) | ((m - cm) << FP_SHIFT)
         return m
 
     def error(self, code: str, message: str) -> None:

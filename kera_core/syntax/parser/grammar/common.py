@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
-from kera_core.syntax.parser.parser import Parser
+from kera_core.syntax.parser.events import TOKEN
+from kera_core.syntax.parser.parser import FUEL, Parser, Stuck
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
@@ -40,7 +41,10 @@ _STOP_SETS: dict[SyntaxKind, frozenset[SyntaxKind]] = {}  # `delimited`'s stop s
 
 
 def name(p: Parser, what: str = "a name") -> bool:
-    if p.at(K.IDENT):
+    p.fuel -= 1  # `p.at(K.IDENT)`, inlined
+    if p.fuel <= 0:
+        raise Stuck
+    if p.kinds[p.pos] == K.IDENT:
         p.leaf(K.NAME)
         return True
     p.error("K0100", f"expected {what}, found {describe(p.current())}")
@@ -92,22 +96,62 @@ def delimited(
         stop = _STOP_SETS[close] = (
             frozenset({close, K.COMMA, K.SEMI, K.L_BRACE, K.R_BRACE}) | ITEM_FIRST
         )
-    while not p.at(close) and not p.at_eof():
-        if p.at_any(first):
+    # The loop of
+    #     while not p.at(close) and not p.at_eof():
+    #         if p.at_any(first): element(p)
+    #         elif p.at_any(stop) and not p.at(K.COMMA): break
+    #         else: recover; if not p.at(K.COMMA): break
+    #         if p.at(close): break
+    #         if not p.eat(K.COMMA):
+    #             if p.at_any(first): report a missing comma; continue
+    #             break
+    # with each run of looks read off ``p.kinds`` at once and its fuel spent as those
+    # calls spend it (one per look, stuck at zero; nothing changes between the looks).
+    kinds = p.kinds
+    n = p.n
+    while True:
+        pos = p.pos
+        k = kinds[pos]
+        if k == close:
+            p.fuel -= 1
+            if p.fuel <= 0:
+                raise Stuck
+            break
+        if pos >= n:
+            p.fuel -= 2
+            if p.fuel <= 0:
+                raise Stuck
+            break
+        if k in first:
+            p.fuel -= 3
+            if p.fuel <= 0:
+                raise Stuck
             element(p)
-        elif p.at_any(stop) and not p.at(K.COMMA):
-            break  # a token that ends the list early: `expect(close)` reports it
         else:
+            p.fuel -= 4  # and `at_any(stop)`
+            if p.fuel <= 0:
+                raise Stuck
+            if k in stop and not p.at(K.COMMA):
+                break  # a token that ends the list early: `expect(close)` reports it
             recover_until(p, "K0104", f"expected {what}, found {describe(p.current())}", stop)
             if not p.at(K.COMMA):
                 break
-        if p.at(close):
+        k = kinds[p.pos]
+        if k == close:
+            p.fuel -= 1
+            if p.fuel <= 0:
+                raise Stuck
             break
-        if not p.eat(K.COMMA):
-            if p.at_any(first):
-                p.error(
-                    "K0100", f"expected `,` or {describe(close)}, found {describe(p.current())}"
-                )
-                continue
-            break
+        p.fuel -= 2  # `at(close)`, then `eat(K.COMMA)`'s look
+        if p.fuel <= 0:
+            raise Stuck
+        if k == K.COMMA:  # not EOF: consumed
+            p.events.append(TOKEN)
+            p.pos += 1
+            p.fuel = FUEL
+            continue
+        if p.at_any(first):
+            p.error("K0100", f"expected `,` or {describe(close)}, found {describe(p.current())}")
+            continue
+        break
     p.expect(close)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kera_core.syntax.kinds import FAST_KINDS, SyntaxKind, describe
+from kera_core.syntax.parser.events import INNER_SHIFT, WRAP
 from kera_core.syntax.parser.grammar.common import (
     EXPR_FIRST,
     ITEM_FIRST,
@@ -13,7 +14,7 @@ from kera_core.syntax.parser.grammar.common import (
     recover_until,
 )
 from kera_core.syntax.parser.grammar.types import type_
-from kera_core.syntax.parser.parser import MAX_DEPTH, CompletedMarker, Parser
+from kera_core.syntax.parser.parser import FUEL, MAX_DEPTH, CompletedMarker, Parser, Stuck
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
@@ -53,6 +54,7 @@ INFIX: dict[SyntaxKind, tuple[int, bool, SyntaxKind]] = {
     K.PERCENT: (11, False, K.BIN_EXPR),
 }
 CAST_BP = 12
+_PATH_NAME = K.PATH_EXPR | WRAP | K.NAME_REF << INNER_SHIFT  # `p.leaf2(PATH_EXPR, NAME_REF)`
 
 BLOCK_LIKE_FIRST = frozenset({K.IF_KW, K.FOR_KW, K.WHILE_KW, K.L_BRACE})
 LITERALS = frozenset({K.INT, K.FLOAT, K.STRING, K.TRUE_KW, K.FALSE_KW})
@@ -74,13 +76,35 @@ def block(p: Parser) -> None:
     p.depth += 1
     if p.depth > MAX_DEPTH:
         p.skip_balanced("K0108", "blocks nested too deeply")
-    while not p.at(K.R_BRACE) and not p.at_eof():
-        if p.at_any(ITEM_FIRST):
-            break  # a new item: the block was not closed; let the item loop resume
-        if p.at(K.R_PAREN) or p.at(K.R_BRACK):
+    # `while not p.at(K.R_BRACE) and not p.at_eof()`, then `p.at_any(ITEM_FIRST)` (a new
+    # item: the block was not closed; let the item loop resume: break), `p.at(K.R_PAREN)
+    # or p.at(K.R_BRACK)` (unmatched: an error), else a statement (whose first look is
+    # `p.current()`), with the looks read off ``p.kinds`` at once and their fuel spent as
+    # those calls spend it (nothing changes between them).
+    kinds = p.kinds
+    n = p.n
+    while True:
+        pos = p.pos
+        k = kinds[pos]
+        if k == K.R_BRACE:
+            looks = 1
+        elif pos >= n:
+            looks = 2
+        elif k in ITEM_FIRST:
+            looks = 3
+        elif k == K.R_PAREN:
+            looks = 4
+        else:
+            looks = 5 if k == K.R_BRACK else 6
+        p.fuel -= looks
+        if p.fuel <= 0:
+            raise Stuck
+        if looks == 6:
+            stmt(p, k)
+        elif looks >= 4:
             p.err_and_bump("K0107", f"unmatched {describe(p.current())}")
-            continue
-        stmt(p)
+        else:
+            break
     p.depth -= 1
     p.no_struct = saved
     p.in_index = saved_index
@@ -89,8 +113,8 @@ def block(p: Parser) -> None:
     p.complete(m, K.BLOCK)
 
 
-def stmt(p: Parser) -> None:
-    k = p.current()
+def stmt(p: Parser, k: SyntaxKind) -> None:
+    """A statement whose first token ``k`` was looked at (``p.current()``)."""
     if k == K.SEMI:
         p.bump()  # an empty statement; the formatter drops it
         return
@@ -174,10 +198,6 @@ def _pat(p: Parser) -> None:
 # --- expressions ---------------------------------------------------------------
 
 
-def expr(p: Parser) -> CompletedMarker | None:
-    return expr_bp(p, 1)
-
-
 def _expr_no_struct(p: Parser) -> CompletedMarker | None:
     saved, p.no_struct = p.no_struct, True
     try:
@@ -186,60 +206,91 @@ def _expr_no_struct(p: Parser) -> CompletedMarker | None:
         p.no_struct = saved
 
 
-def expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
+def expr_bp(p: Parser, min_bp: int = 1) -> CompletedMarker | None:
     p.depth += 1
     try:
         if p.depth > MAX_DEPTH:
             return p.skip_balanced("K0108", "expression nested too deeply")
-        return _expr_bp(p, min_bp)
+        lhs = unary(p)
+        if lhs is None:
+            return None
+        chained_cmp = False
+        chained_range = False
+        kinds = p.kinds
+        while True:
+            p.fuel -= 1  # `k = p.current()`, inlined
+            if p.fuel <= 0:
+                raise Stuck
+            k = kinds[p.pos]
+            if k == K.AS_KW:
+                if CAST_BP < min_bp:
+                    break
+                m = p.precede(lhs)
+                p.bump()
+                type_(p)
+                lhs = p.complete(m, K.CAST_EXPR)
+                continue
+            info = INFIX.get(k)
+            if info is None:
+                break
+            bp, right, kind = info
+            if bp < min_bp:
+                break
+            if k in COMPARISON_OPS:
+                if chained_cmp:
+                    p.error(
+                        "K0105", "comparison operators cannot be chained: use parentheses or `&&`"
+                    )
+                chained_cmp = True
+            elif kind == K.RANGE_EXPR:
+                if chained_range:
+                    p.error("K0111", "range operators cannot be chained: use parentheses")
+                chained_range = True
+            m = p.precede(lhs)
+            p.bump()
+            if kind == K.RANGE_EXPR and p.in_index and p.current() in _INDEX_END:
+                lhs = p.complete(m, kind)  # `x[lo..]`: a slice to the end of the axis
+                continue
+            if expr_bp(p, bp if right else bp + 1) is None:
+                p.error("K0102", f"expected an expression, found {describe(p.current())}")
+            lhs = p.complete(m, kind)
+        return lhs
     finally:
         p.depth -= 1
 
 
-def _expr_bp(p: Parser, min_bp: int) -> CompletedMarker | None:
-    lhs = unary(p)
-    if lhs is None:
-        return None
-    chained_cmp = False
-    chained_range = False
-    while True:
-        k = p.current()
-        if k == K.AS_KW:
-            if CAST_BP < min_bp:
-                break
-            m = p.precede(lhs)
-            p.bump()
-            type_(p)
-            lhs = p.complete(m, K.CAST_EXPR)
-            continue
-        info = INFIX.get(k)
-        if info is None:
-            break
-        bp, right, kind = info
-        if bp < min_bp:
-            break
-        if k in COMPARISON_OPS:
-            if chained_cmp:
-                p.error("K0105", "comparison operators cannot be chained: use parentheses or `&&`")
-            chained_cmp = True
-        elif kind == K.RANGE_EXPR:
-            if chained_range:
-                p.error("K0111", "range operators cannot be chained: use parentheses")
-            chained_range = True
-        m = p.precede(lhs)
-        p.bump()
-        if kind == K.RANGE_EXPR and p.in_index and p.current() in _INDEX_END:
-            lhs = p.complete(m, kind)  # `x[lo..]`: a slice to the end of the axis
-            continue
-        if expr_bp(p, bp if right else bp + 1) is None:
-            p.error("K0102", f"expected an expression, found {describe(p.current())}")
-        lhs = p.complete(m, kind)
-    return lhs
+#: An expression (the loosest binding power).
+expr = expr_bp
 
 
 def unary(p: Parser) -> CompletedMarker | None:
-    k = p.current()
-    if k in (K.MINUS, K.BANG, K.AMP):
+    p.fuel -= 1  # `k = p.current()`, inlined
+    if p.fuel <= 0:
+        raise Stuck
+    k = p.kinds[p.pos]
+    if k == K.IDENT:
+        # The common case of `primary` without calling it: a name that is neither a struct
+        # literal's (`P {`) nor a path's (`f32::`) start becomes PATH_EXPR(NAME_REF). The
+        # fuel is spent as `primary`'s looks would spend it (``current`` and ``nth(1)``
+        # twice, thrice unless in a head); nothing changes between them.
+        pos = p.pos
+        k1 = p.kinds[pos + 1]  # `pos` < `n` (an IDENT): the EOF sentinel bounds it
+        if k1 != K.L_BRACE and k1 != K.COLON2:
+            p.fuel -= 3 if p.no_struct else 4
+            if p.fuel <= 0:
+                raise Stuck
+            events = p.events
+            lhs = len(events)
+            events.append(_PATH_NAME)
+            p.pos = pos + 1
+            p.fuel = FUEL
+            return postfix(p, lhs)
+    elif k in LITERALS:
+        p.fuel -= 1  # `primary`'s look
+        if p.fuel <= 0:
+            raise Stuck
+        return postfix(p, p.leaf(K.LITERAL))
+    elif k == K.MINUS or k == K.BANG or k == K.AMP:
         p.depth += 1
         try:
             if p.depth > MAX_DEPTH:
@@ -260,8 +311,12 @@ def unary(p: Parser) -> CompletedMarker | None:
 
 
 def postfix(p: Parser, lhs: CompletedMarker) -> CompletedMarker:
+    kinds = p.kinds
     while True:
-        k = p.current()
+        p.fuel -= 1  # `k = p.current()`, inlined
+        if p.fuel <= 0:
+            raise Stuck
+        k = kinds[p.pos]
         if k == K.L_PAREN:
             m = p.precede(lhs)
             _list(p, K.ARG_LIST, K.R_PAREN, "an argument")

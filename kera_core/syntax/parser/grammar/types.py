@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kera_core.syntax.kinds import FAST_KINDS, describe
+from kera_core.syntax.parser.events import FINISH, LEAF, TOKEN, TOMBSTONE
 from kera_core.syntax.parser.grammar.common import delimited, name_ref
-from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
+from kera_core.syntax.parser.parser import FUEL, MAX_DEPTH, Parser, Stuck
 
 K = FAST_KINDS  # SyntaxKind members without the enum descriptor cost
 
@@ -14,7 +15,10 @@ DIM_FIRST = frozenset({K.IDENT, K.INT, K.L_PAREN})
 
 def type_(p: Parser) -> bool:
     """Parse one type; on failure report and consume nothing."""
-    k = p.current()
+    p.fuel -= 1  # `k = p.current()`, inlined (as each look below: fuel spent, stuck at 0)
+    if p.fuel <= 0:
+        raise Stuck
+    k = p.kinds[p.pos]
     if k == K.AMP:
         p.depth += 1
         try:
@@ -36,7 +40,10 @@ def type_(p: Parser) -> bool:
         cm = p.complete(m, K.UNIT_TYPE)
     elif k == K.IDENT:
         cm = p.leaf2(K.NAMED_TYPE, K.NAME_REF)
-        if p.at(K.L_BRACK):
+        p.fuel -= 1  # `p.at(K.L_BRACK)`
+        if p.fuel <= 0:
+            raise Stuck
+        if p.kinds[p.pos] == K.L_BRACK:
             m = p.precede(cm)
             shape(p)
             cm = p.complete(m, K.TENSOR_TYPE)
@@ -55,7 +62,10 @@ def type_(p: Parser) -> bool:
     else:
         p.error("K0103", f"expected a type, found {describe(k)}")
         return False
-    if p.at(K.AT):
+    p.fuel -= 1  # `p.at(K.AT)`
+    if p.fuel <= 0:
+        raise Stuck
+    if p.kinds[p.pos] == K.AT:
         m = p.precede(cm)
         mem_space(p)
         p.complete(m, K.SPACE_TYPE)
@@ -72,11 +82,34 @@ def shape(p: Parser) -> None:
 
 
 DIM_OPS = {K.PLUS: 1, K.MINUS: 1, K.STAR: 2, K.SLASH: 2}  # binding power
+_DIM_AFTER_ATOM = frozenset({*DIM_OPS, K.PERCENT})  # what makes a dimension more than its atom
+_NAME_REF_LEAF = K.NAME_REF | LEAF  # `p.leaf(K.NAME_REF)`'s event
 
 
 def dim(p: Parser) -> None:
     """One dimension: `4`, `N`, or arithmetic over them (`N + 1`, `2 * N`, `(N - 1) / 2`);
     `*` and `/` bind tighter than `+` and `-`, all of them to the left."""
+    pos = p.pos
+    kinds = p.kinds
+    k = kinds[pos]
+    if (k == K.IDENT or k == K.INT) and kinds[pos + 1] not in _DIM_AFTER_ATOM:
+        # `N` or `4` alone: the events and the looks of the general rules below (the
+        # start of the DIM, `_dim_expr`'s start, abandoned after the atom but not the last
+        # event, so left a tombstone; a look before the atom, two after it).
+        events = p.events
+        m = len(events)
+        events += (TOMBSTONE, TOMBSTONE)
+        p.fuel -= 1
+        if p.fuel <= 0:
+            raise Stuck
+        events.append(_NAME_REF_LEAF if k == K.IDENT else TOKEN)
+        p.pos = pos + 1
+        p.fuel = FUEL - 2
+        if p.fuel <= 0:
+            raise Stuck
+        events[m] = K.DIM
+        events.append(FINISH)
+        return
     m = p.start()
     _dim_expr(p, 0)
     if p.current() == K.PERCENT:  # `N % 2`: one error for the rest of the dimension
