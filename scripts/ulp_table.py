@@ -9,6 +9,8 @@ binary64: sampled, against mpmath at 200 bits.
     .venv/bin/python scripts/ulp_table.py                 # everything (tens of minutes)
     .venv/bin/python scripts/ulp_table.py --f32-chunks 64 # a quick partial f32 run
     .venv/bin/python scripts/ulp_table.py --skip-f32 --f64-samples 20000
+    .venv/bin/python scripts/ulp_table.py --skip-f32 --funcs tanh,sigmoid --f64-samples 1000000
+    .venv/bin/python scripts/ulp_table.py --skip-f32 --funcs tanh --around 0.625,22 --width 50000
 
 The error of a result y against the exact value v is |y - v| / ulp(v), where ulp(v) is
 the spacing of the format in v's binade (2**(max(e, emin) - mantissa bits)); values at or
@@ -144,7 +146,15 @@ def run_f32(n_chunks: int, workers: int, progress: str | None = None) -> list[di
     return rows
 
 
-def run_f64(samples: int, seed: int = 7) -> list[dict]:
+def run_f64(
+    samples: int,
+    seed: int = 7,
+    funcs: tuple[str, ...] = FUNCS,
+    around: tuple[float, ...] = (),
+    width: int = 0,
+) -> list[dict]:
+    """``samples`` inputs per function — or, with ``around``, every binary64 number within
+    ``width`` ulps of each of those values (a dense sweep)."""
     import mpmath
 
     mpmath.mp.prec = 200
@@ -164,7 +174,7 @@ def run_f64(samples: int, seed: int = 7) -> list[dict]:
         "sqrt": mpmath.sqrt,
     }
     rows = []
-    for name in FUNCS:
+    for name in funcs:
         t0 = time.time()
         lo, hi = ranges[name]
         q = samples // 4
@@ -176,11 +186,16 @@ def run_f64(samples: int, seed: int = 7) -> list[dict]:
                 np.exp(rng.uniform(-740.0, 700.0, samples - 3 * q)),
             ]
         )
+        if around:
+            b = np.array(around, np.float64).view(np.int64)
+            xs = (b[:, None] + np.arange(-width, width + 1)).ravel().view(np.float64)
         if name in ("log", "sqrt"):
             xs = np.abs(xs)
         xs = xs[np.isfinite(xs)]
         ys = mathfns.UNARY[name](xs)
         worst, at, not_cr = 0.0, 0.0, 0
+        rest, rest_at = 0.0, 0.0  # outside the top subnormal binade (rounded twice there)
+        top_sub = (mpmath.mpf(2) ** -1023, mpmath.mpf(2) ** -1022)
         for xv, yv in zip(xs.tolist(), ys.tolist(), strict=True):
             v = refs[name](mpmath.mpf(xv)) if not (name == "log" and xv == 0) else -mpmath.inf
             if mpmath.isinf(v) or abs(v) >= mpmath.mpf(2) ** 1024:
@@ -198,12 +213,16 @@ def run_f64(samples: int, seed: int = 7) -> list[dict]:
                 not_cr += 1
             if err > worst:
                 worst, at = err, xv
+            if err > rest and not top_sub[0] <= abs(v) < top_sub[1]:
+                rest, rest_at = err, xv
         rows.append(
             {
                 "fn": name,
                 "inputs": len(xs),
                 "max_ulp": worst,
                 "at": repr(at),
+                "max_ulp_not_top_subnormal": rest,
+                "at_not_top_subnormal": repr(rest_at),
                 "correctly_rounded": 100.0 * (len(xs) - not_cr) / len(xs),
                 "seconds": time.time() - t0,
             }
@@ -245,10 +264,25 @@ def main() -> int:
     ap.add_argument("--skip-f32", action="store_true")
     ap.add_argument("--skip-f64", action="store_true")
     ap.add_argument("--progress", metavar="FILE", help="write running f32 totals here (JSON)")
+    ap.add_argument("--funcs", default=",".join(FUNCS), help="binary64: these functions only")
+    ap.add_argument(
+        "--around",
+        metavar="X,Y,…",
+        help="binary64: sweep the numbers within --width of these (negative: --around=-4,-5)",
+    )
+    ap.add_argument("--width", type=int, default=10_000, help="ulps either side (--around)")
     args = ap.parse_args()
+    funcs = tuple(args.funcs.split(","))
+    if not set(funcs) <= set(FUNCS):
+        ap.error(f"--funcs: one of {', '.join(FUNCS)}")
     t0 = time.time()
     rows32 = [] if args.skip_f32 else run_f32(args.f32_chunks, args.workers, args.progress)
-    rows64 = [] if args.skip_f64 else run_f64(args.f64_samples)
+    around = tuple(float(v) for v in args.around.split(",")) if args.around else ()
+    rows64 = (
+        []
+        if args.skip_f64
+        else run_f64(args.f64_samples, funcs=funcs, around=around, width=args.width)
+    )
     print()
     print(markdown(rows32, rows64))
     print(f"\ntotal {time.time() - t0:.0f} s")

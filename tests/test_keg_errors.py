@@ -223,6 +223,21 @@ def test_the_semantics_version() -> None:
     assert "`exp` on f32" in e.value.message and "semantics version 2" in e.value.message
     assert "rebuild" in e.value.message
     read_keg(data)  # as written: fine
+    # f64 `sigmoid` changed in version 3: a version-2 file using it is refused; one using
+    # f32 `sigmoid` (last changed in version 2) still reads, with the same fingerprint
+    for t, refused in (("f64", True), ("f32", False)):
+        src = f"pub fn f[N](x: &{t}[N]) -> {t}[N] {{ sigmoid(x) }}\n"
+        data = write_keg(analyze(src).module.graph)
+        head, sections = split(data)
+        v2 = join(head, sections, flags=2)
+        if refused:
+            with pytest.raises(KegError) as e:
+                read_keg(v2)
+            assert e.value.kind == "semantics"
+            assert "`sigmoid` on f64" in e.value.message
+            assert "semantics version 3" in e.value.message
+        else:
+            assert read_keg(v2).fingerprint == read_keg(data).fingerprint
 
 
 def test_unknown_missing_duplicate_and_unordered_sections() -> None:

@@ -37,8 +37,22 @@ V1 = {
 }
 
 
+# fingerprints under semantics version 2 (f64 `tanh` and `sigmoid` changed in version 3)
+V2 = {
+    "pub fn f(x: f64) -> f64 { tanh(x) }": (
+        "7a3063fcbfc45dea4884cc708596cfeaa863946d8f591faf9790f244a7fd9761"
+    ),
+    "pub fn f(x: f64) -> f64 { sigmoid(x) }": (
+        "7d58975a6d4dde600421c9beb4e37567dcbbf6aca2991cfcabc5c478c948c900"
+    ),
+    "pub fn f(x: f32) -> f32 { tanh(x) }": (
+        "74724bc470d063005e784e688e0a92fc951f2fd3e667a11a3054b43000e2172a"
+    ),
+}
+
+
 def test_a_changed_operation_changes_the_fingerprint_and_nothing_else_does() -> None:
-    assert SEMANTICS_VERSION == 2
+    assert SEMANTICS_VERSION == 3
     assert (
         fingerprint("pub fn f(x: f32) -> f32 { exp(x) }")
         != V1["pub fn f(x: f32) -> f32 { exp(x) }"]
@@ -50,6 +64,10 @@ def test_a_changed_operation_changes_the_fingerprint_and_nothing_else_does() -> 
     # binary64 exp kept its bits, so its graph keeps its fingerprint
     src = "pub fn f(x: f64) -> f64 { exp(x) }"
     assert fingerprint(src) == V1[src]
+    # version 3: binary64 tanh and sigmoid moved, binary32 tanh (last changed in 2) did not
+    for src, before in V2.items():
+        moved = "f64" in src
+        assert (fingerprint(src) != before) == moved, src
 
 
 @pytest.mark.parametrize("op", ["exp", "log", "tanh", "sigmoid", "softmax"])
@@ -57,11 +75,13 @@ def test_the_versioned_opcodes(op: str) -> None:
     f32, f64 = Tensor(PRIMS["f32"], ()), Tensor(PRIMS["f64"], ())
     assert revision(op, (f32,)) == 2 and hashed_opcode(op, (f32,)) == f"{op}@2"
     assert revision(op, (PRIMS["f32"],)) == 2
-    assert revision(op, (f64,)) == 1 and hashed_opcode(op, (f64,)) == op
+    r64 = 3 if op in ("tanh", "sigmoid") else 1  # binary64 tanh, sigmoid: version 3
+    assert revision(op, (f64,)) == r64 and revision(op, (PRIMS["f64"],)) == r64
+    assert hashed_opcode(op, (f64,)) == (op if r64 == 1 else f"{op}@{r64}")
     assert hashed_opcode("add", (f32,)) == "add" and hashed_opcode("exp2", (f32,)) == "exp2"
     # a version's changes are never above the version
     assert all(r <= SEMANTICS_VERSION for t in REVISIONS.values() for r in t.values())
-    # the same function with f32 and f64: only the f32 one moved
+    # the same function with f32 and f64 hashes differently
     srcs = {t: f"pub fn f[N](x: &{t}[N]) -> {t}[N] {{ {op}(x) }}" for t in ("f32", "f64")}
     assert fingerprint(srcs["f32"]) != fingerprint(srcs["f64"])
 

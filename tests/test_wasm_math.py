@@ -7,7 +7,7 @@ arithmetic) and, for the last elements and in a module built with ``vectors=Fals
 scalar code. Both must give the interpreter's bits (kera_core/interp/mathfns.py,
 kera_core/interp/expolog32.py; NaN canonical). Inputs per function and format: random bit patterns, dense sweeps of the ranges
 where the step lists switch cases (thresholds, scaleB's cases, subnormals, near 1, the
-polynomial / exp switch of tanh), and the special values, shuffled and also planted at
+binary64 tanh's former switch at 0.625), and the special values, shuffled and also planted at
 every lane position among ordinary values so the per-lane selects are exercised.
 """
 
@@ -81,7 +81,8 @@ def thresholds(w: str) -> np.ndarray:
     (kera_core/interp/expolog32.py) and its overflow/underflow boundaries."""
     if w == "f64":
         c = M.CONSTS[w]
-        bits = [c.exp_over, c.exp_under, c.sqrt2, c.tanh_small, c.tanh_one, c.inv_ln2]
+        bits = [c.exp_over, c.exp_under, c.sqrt2, c.tanh_tiny, c.tanh_one, c.sigmoid_far]
+        bits += [c.inv_ln2]
         return _from_bits(w, bits)
     x = [E32.EXP_OVER, E32.EXP_UNDER, E32.SIGMOID_SMALL, E32.TANH_ONE, E32.SIGMOID_CLAMP]
     return np.array([*x, 88.72283, -103.97208, 1.4142135, 1.442695, 9.010913], np.float32)
@@ -128,6 +129,8 @@ def interesting(op: str, w: str, rng) -> np.ndarray:
             _around(w, [2.0**-12, 2.0 ** (-f.mant), 2.0 ** (lo_exp + f.mant)], 200),
             rng.uniform(-1, 1, 20_000).astype(ft),
         ]
+        if w == "f64":  # tanh x = x below 2^−27; sigmoid's subnormal results, +0 from −745.13
+            parts.append(_around(w, [2.0**-27, -(2.0**-27), -708.4, -709.1, -745.13], 1_000))
     return np.concatenate(parts)
 
 

@@ -211,7 +211,7 @@ def scaleb(m, y, k):
     return m.select(low, b, m.select(high, c, a))
 
 
-def _scaled(m, h, l, k):
+def round_scaled(m, h, l, k):
     """(h + l)·2^k rounded to binary64, for h ∈ [1/2, 4) and k ∈ [−1086, 1024]. Normally
     h + l rounded to nearest, then scaled exactly. Where the result is subnormal with at
     most 51 significant bits (its binade 2^E, E = k + ⌊log₂ h⌋ ≤ −1024), h + l is rounded
@@ -705,7 +705,7 @@ def exp2(m, x, t: str):
         h, l = dd_horner_step(m, C, r, rs, h, l)
     ki = m.convert(k, "i64")
     if t == "f64":
-        out = _scaled(m, h, l, ki)
+        out = round_scaled(m, h, l, ki)
     else:  # k ∈ [−149, 127]: the scaling is exact
         out = m.convert(m.mul(round_to_odd(m, h, l), pow2(m, ki)), "f32")
     out = m.select(over, m.c(INF, t), out)
@@ -809,15 +809,12 @@ def log1p(m, x, t: str):
 # --- expm1 --------------------------------------------------------------------------------------
 
 
-def expm1(m, x, t: str):
-    """e^x − 1."""
-    X = _to_f64(m, x, t)
-    nan = m.ne(X, X)
-    over = m.gt(X, m.c(EXPM1_OVER))
-    under = m.lt(X, m.c(EXPM1_UNDER))
-    tiny = m.lt(m.abs(X), m.c(H("0x1p-54")))  # e^x − 1 = x + x²/2 + … rounds to x
-    xs = m.select(m.or_(m.or_(m.or_(nan, over), under), tiny), m.c(0.0), X)
-    k = m.roundeven(m.mul(xs, m.c(INV_LN2[0])))  # |k| ≤ 1024
+def exp_reduced(m, xs):
+    """e^xs for a finite binary64 xs with |xs| ≤ 746 as (k, ph, pl): e^xs = 2^k·(1 + ph + pl),
+    k = roundeven(xs·INV_LN2.hi) (an integer-valued binary64, |k| ≤ 1077) and ph + pl the
+    double-double e^r − 1 of the reduced argument r = xs − k·ln 2 (|r| ≤ 0.3466, relative
+    error below 2^−60). expm1's kernel; also §6.4 `tanh` and §6.5 `sigmoid` (binary64)."""
+    k = m.roundeven(m.mul(xs, m.c(INV_LN2[0])))
     hi = m.sub(xs, m.mul(k, m.c(LN2_HI)))  # both exact (Cody-Waite)
     lo = m.mul(k, m.c(LN2_LO))
     rh, rl = two_sum(m, hi, m.neg(lo))  # r = x − k·ln 2, |r| ≤ 0.3466
@@ -831,11 +828,29 @@ def expm1(m, x, t: str):
     # e^(rh + rl) − 1 = p + rl·e^rh = p + rl·(1 + p)
     pl = m.add(pl, m.add(rl, m.mul(rl, ph)))
     ph, pl = fast_two_sum(m, ph, pl)
-    # e^x − 1 = 2·(2^j·(1 + p) − 1/2), j = k − 1 ∈ [−88, 1023]: A = 2^j, all exact
+    return k, ph, pl
+
+
+def half_expm1(m, k, ph, pl):
+    """(e^xs − 1)/2 as a double-double (h, l) from ``exp_reduced``'s (k, ph, pl), for
+    k ∈ [−87, 1024]: 2^j·(1 + p) − 1/2 with j = k − 1 and A = 2^j, all products exact."""
     a = pow2(m, m.sub(m.convert(k, "i64"), m.c(1, "i64")))
     ah, al = two_sum(m, a, m.c(-0.5))
     sh, se = two_sum(m, ah, m.mul(a, ph))
-    h, l = fast_two_sum(m, sh, m.add(m.add(se, al), m.mul(a, pl)))
+    return fast_two_sum(m, sh, m.add(m.add(se, al), m.mul(a, pl)))
+
+
+def expm1(m, x, t: str):
+    """e^x − 1."""
+    X = _to_f64(m, x, t)
+    nan = m.ne(X, X)
+    over = m.gt(X, m.c(EXPM1_OVER))
+    under = m.lt(X, m.c(EXPM1_UNDER))
+    tiny = m.lt(m.abs(X), m.c(H("0x1p-54")))  # e^x − 1 = x + x²/2 + … rounds to x
+    xs = m.select(m.or_(m.or_(m.or_(nan, over), under), tiny), m.c(0.0), X)
+    k, ph, pl = exp_reduced(m, xs)  # |k| ≤ 1024
+    # e^x − 1 = 2·(2^j·(1 + p) − 1/2), j = k − 1 ∈ [−88, 1023]: A = 2^j, all exact
+    h, l = half_expm1(m, k, ph, pl)
     if t == "f64":
         out = m.mul(m.add(h, l), m.c(2.0))
     else:
@@ -884,7 +899,7 @@ def hypot(m, x, y, t: str):
     d = m.add(m.sub(m.sub(sh, rr), re), sl)
     h, l = fast_two_sum(m, r, m.div(d, m.add(r, r)))
     if t == "f64":
-        out = _scaled(m, h, l, ea)
+        out = round_scaled(m, h, l, ea)
     else:  # ea ∈ [−149, 127]: the scaling is exact
         out = m.convert(m.mul(round_to_odd(m, h, l), pow2(m, ea)), "f32")
     out = m.select(zero, m.c(0.0, t), out)
@@ -1125,17 +1140,18 @@ def _sign_bit(m, v):
 
 def _out_scaled(m, h, l, k, t: str):
     """(h + l)·2^k (h > 0 finite, k an i64 ≥ −1100) as the result of type t: f64 rounded once
-    (into the subnormals as ``_scaled`` does), f32 rounded to odd then to binary32 (k below
+    (into the subnormals as ``round_scaled`` does), f32 rounded to odd then to binary32 (k below
     −1000 taken as −1000: the result rounds to +0 either way)."""
     if t == "f64":
         hn, e = _normalise(m, h)
         ks = m.add(e, k)
         ks = m.select(m.lt(ks, m.c(-1086, "i64")), m.c(-1086, "i64"), ks)
-        return _scaled(m, hn, m.mul(l, pow2(m, m.neg(e))), ks)
-    return m.convert(m.mul(round_to_odd(m, h, l), pow2(m, _at_least(m, k, -1000))), "f32")
+        return round_scaled(m, hn, m.mul(l, pow2(m, m.neg(e))), ks)
+    return m.convert(m.mul(round_to_odd(m, h, l), pow2(m, at_least(m, k, -1000))), "f32")
 
 
-def _at_least(m, k, lo: int):
+def at_least(m, k, lo: int):
+    """max(k, lo) for an i64 k."""
     return m.select(m.lt(k, m.c(lo, "i64")), m.c(lo, "i64"), k)
 
 
@@ -1275,7 +1291,7 @@ def power(m, x, y, t: str):
     eh, el = m.select(out_of_range, zero, eh), m.select(out_of_range, zero, el)
     h, l, ki = _exp2_dd(m, eh, el)
     if t == "f64":
-        out = _scaled(m, h, l, ki)
+        out = round_scaled(m, h, l, ki)
     else:
         # an exact x^y of at most 25 bits (a binary32 number or midpoint): h + l rounded to
         # binary64 is it, and rounds to binary32 as it should; otherwise round to odd
@@ -1370,7 +1386,7 @@ def _erf_common(m, x, t: str):
 def _one_minus(m, h, l, k, minus=None):
     """1 − (h + l)·2^k as a double-double, or 1 ± it with ``minus`` a bool (the result lies in
     [0.15, 2])."""
-    p = pow2(m, _at_least(m, k, -1000))  # below 2^−1000 the term is negligible either way
+    p = pow2(m, at_least(m, k, -1000))  # below 2^−1000 the term is negligible either way
     qh, ql = m.mul(h, p), m.mul(l, p)
     if minus is None:
         qh, ql = m.neg(qh), m.neg(ql)

@@ -8,9 +8,11 @@ correctly rounded operation (or an exact bit manipulation), in the order written
 and a backend reproduces the same sequence. No fma is used, so a target without a fused
 multiply-add (WebAssembly) computes them at full speed.
 
-The algorithms follow FreeBSD msun (fdlibm) for exp and log and Cephes for the tanh
-polynomial, with their branches for speed removed, so one straight-line sequence plus a
-few selects covers every input. The coefficients are given by bit pattern.
+exp and log follow FreeBSD msun (fdlibm), with its branches for speed removed, so one
+straight-line sequence plus a few selects covers every input; their coefficients are given
+by bit pattern. tanh and sigmoid (semantics version 3) are double-double step lists on
+expm1's kernel (kera_core/interp/elementary.py), written once against the loop primitives
+and rounded once (within 0.5 ulp + 2^-60 relative).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kera_core.interp import expolog32
+from kera_core.interp import elementary, expolog32
 from kera_core.interp.fp import F32, F64, FloatFormat, canon, fmt_of, scaleb
 
 
@@ -30,6 +32,10 @@ def _f64(bits: int):
 
 def _b64(x: float) -> int:
     return int(np.array(x, dtype=np.float64).view(np.uint64))
+
+
+def _v64(bits: int) -> float:
+    return float(np.array(bits, dtype=np.uint64).view(np.float64))
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,9 @@ class MathConsts:
     log_lg_even: tuple[int, ...]  # Lg2, Lg4, Lg6 (t1 = w*(Lg2 + w*(Lg4 + ...)))
     sqrt2: int  # m >= this is halved
     sub_scale: int  # subnormal inputs of log are multiplied by 2**sub_scale
-    tanh_small: int  # |x| < this uses the odd polynomial/rational
-    tanh_one: int  # |x| >= this gives +-1
-    tanh_p: tuple[int, ...]  # P of P/Q, highest first
-    tanh_q: tuple[int, ...]  # Q of P/Q without the leading 1
+    tanh_tiny: int  # |x| < this: tanh x = x
+    tanh_one: int  # |x| >= this: tanh x = +-1
+    sigmoid_far: int  # |x| is clamped to this (sigmoid(-this) rounds to +0)
 
 
 C64 = MathConsts(
@@ -69,16 +74,9 @@ C64 = MathConsts(
     log_lg_even=(0x3FD999999997FA04, 0x3FCC71C51D8E78AF, 0x3FC39A09D078C69F),
     sqrt2=0x3FF6A09E667F3BCD,
     sub_scale=54,
-    tanh_small=_b64(0.625),
+    tanh_tiny=_b64(2.0**-27),
     tanh_one=_b64(22.0),
-    tanh_p=tuple(
-        _b64(v)
-        for v in (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
-    ),
-    tanh_q=tuple(
-        _b64(v)
-        for v in (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
-    ),
+    sigmoid_far=_b64(746.0),
 )
 
 CONSTS = {"f64": C64}
@@ -190,7 +188,56 @@ def log(x):
     return out
 
 
-# --- tanh --------------------------------------------------------------------------
+# --- tanh, sigmoid ------------------------------------------------------------------
+#
+# Written once against the loop primitives ``m`` (kera_core/interp/elementary.py's
+# interface), like §6.9: the interpreter runs them on numpy arrays (``NumpyOps``),
+# kera_core/loops/composite.py runs the same code to emit loop primitives (``EmitOps``).
+# Both build on expm1's kernel: e^z = 2^k·(1 + p) with p a double-double (error < 2^−60).
+
+
+def tanh_steps(m, x):
+    """tanh x (binary64, docs/semantics.md §6.4): (e^2a − 1)/(e^2a + 1) = h/(h + 1) with
+    h = (e^2a − 1)/2 a double-double, the quotient a double-double rounded once."""
+    c = C64
+    a = m.abs(x)
+    tiny = m.lt(a, m.c(_v64(c.tanh_tiny)))  # tanh x rounds to x (also ±0, subnormals)
+    one = m.ge(a, m.c(_v64(c.tanh_one)))  # tanh x rounds to ±1 (also ±inf)
+    z = m.select(m.or_(m.or_(tiny, one), m.ne(x, x)), m.c(1.0), m.add(a, a))
+    k, ph, pl = elementary.exp_reduced(m, z)
+    h, l = elementary.half_expm1(m, k, ph, pl)  # (e^2a − 1)/2
+    dh, de = elementary.two_sum(m, m.c(1.0), h)
+    dh, dl = elementary.fast_two_sum(m, dh, m.add(de, l))  # (e^2a + 1)/2
+    qh, ql = elementary.dd_div(m, h, l, dh, dl)
+    v = m.add(qh, ql)
+    out = m.select(m.lt(x, m.c(0.0)), m.neg(v), v)
+    out = m.select(one, m.select(m.lt(x, m.c(0.0)), m.c(-1.0), m.c(1.0)), out)
+    out = m.select(tiny, x, out)
+    return m.select(m.ne(x, x), m.c(np.nan), out)
+
+
+def sigmoid_steps(m, x):
+    """1/(1 + e^−x) (binary64, docs/semantics.md §6.5), without overflow: with
+    e^−|x| = 2^k·N, N = 1 + p, and D = 1 + e^−|x| (double-doubles), 1/D for x ≥ 0 and
+    N/D·2^k for x < 0, the quotient a double-double rounded once (into the subnormals
+    as §6.9's results)."""
+    c = C64
+    nan = m.ne(x, x)
+    a = m.abs(x)
+    a = m.select(m.gt(a, m.c(_v64(c.sigmoid_far))), m.c(_v64(c.sigmoid_far)), a)  # (NaN stays)
+    k, ph, pl = elementary.exp_reduced(m, m.neg(m.select(nan, m.c(0.0), a)))
+    nh, ne = elementary.fast_two_sum(m, m.c(1.0), ph)
+    nh, nl = elementary.fast_two_sum(m, nh, m.add(ne, pl))  # N ∈ [0.70, 1.42]
+    ki = m.convert(k, "i64")
+    s = elementary.pow2(m, elementary.at_least(m, ki, -1000))
+    dh, de = elementary.two_sum(m, m.c(1.0), m.mul(s, nh))
+    dh, dl = elementary.fast_two_sum(m, dh, m.add(de, m.mul(s, nl)))  # D ∈ [1, 2]
+    pos = m.ge(x, m.c(0.0))
+    qh, ql = elementary.dd_div(m, m.select(pos, m.c(1.0), nh), m.select(pos, m.c(0.0), nl), dh, dl)
+    # (qh + ql)·2^k' = 2·(qh + ql)·2^(k' − 1), 2·qh ∈ [0.70, 2.83]; k' = 0 for x ≥ 0
+    kq = m.sub(m.select(pos, m.c(0, "i64"), ki), m.c(1, "i64"))
+    out = elementary.round_scaled(m, m.add(qh, qh), m.add(ql, ql), kq)
+    return m.select(nan, m.c(np.nan), out)
 
 
 @_quiet
@@ -198,33 +245,7 @@ def tanh(x):
     """Hyperbolic tangent (docs/semantics.md §6.4)."""
     if fmt_of(np.asarray(x)) is F32:
         return expolog32.unary("tanh", x)
-    x, f, c, k = _setup(x)
-    a = np.abs(x)
-    one, two = f.dtype(1), f.dtype(2)
-    # small |x|: a rational function of x
-    s = x * x
-    num = _horner_high_first(s, c.tanh_p, k)
-    den = _horner_high_first(s, (_b64(1.0), *c.tanh_q), k)
-    small = x + (x * s) * (num / den)
-    # larger |x|: 1 - 2 / (exp(2|x|) + 1), with the sign of x
-    e = exp(np.where(a < k(c.tanh_one), a + a, f.dtype(0)))
-    large = one - two / (e + one)
-    large = np.where(x < 0, -large, large)
-    out = np.where(a < k(c.tanh_small), small, large)
-    out = np.where(a >= k(c.tanh_one), np.where(x < 0, -one, one), out)
-    out = np.where(x == 0, x, out)  # keeps the sign of zero
-    return canon(np.where(np.isnan(x), f.nan, out))
-
-
-def _horner_high_first(t, coeffs, k):
-    """((c0*t + c1)*t + c2)... : Cephes' polevl order, one multiply then one add per step."""
-    u = k(coeffs[0])
-    for b in coeffs[1:]:
-        u = u * t + k(b)
-    return u
-
-
-# --- sigmoid -----------------------------------------------------------------------
+    return canon(np.asarray(tanh_steps(elementary.NumpyOps, np.asarray(x))))
 
 
 @_quiet
@@ -232,11 +253,7 @@ def sigmoid(x):
     """1 / (1 + e**-x), computed without overflow (docs/semantics.md §6.5)."""
     if fmt_of(np.asarray(x)) is F32:
         return expolog32.unary("sigmoid", x)
-    x, f, c, k = _setup(x)
-    e = exp(-np.abs(x))
-    d = f.dtype(1) + e
-    num = np.where(x >= 0, f.dtype(1), e)
-    return canon(num / d)
+    return canon(np.asarray(sigmoid_steps(elementary.NumpyOps, np.asarray(x))))
 
 
 # --- sqrt --------------------------------------------------------------------------
@@ -277,12 +294,9 @@ def constants_table(f: FloatFormat = F64) -> list[tuple[str, str, str]]:
     for i in sorted(lg):
         add(f"Lg{i}", lg[i])
     add("SQRT2", c.sqrt2)
-    add("TANH_SMALL", c.tanh_small)
+    add("TANH_TINY", c.tanh_tiny)
     add("TANH_ONE", c.tanh_one)
-    for i, b in enumerate(c.tanh_p):
-        add(f"TP{i}", b)
-    for i, b in enumerate(c.tanh_q):
-        add(f"TQ{i}", b)
+    add("SIGMOID_FAR", c.sigmoid_far)
     return rows
 
 

@@ -1,9 +1,10 @@
 """The composites, expanded once into primitives exactly as docs/semantics.md defines them.
 
 * §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
-  one scalar: binary64 with the constants of :mod:`kera_core.interp.mathfns` (one table for
-  both), binary32 the correctly rounded step lists of :mod:`kera_core.interp.expolog32`
-  (run through :class:`EmitOps`),
+  one scalar: binary64 `exp` and `log` with the constants of :mod:`kera_core.interp.mathfns`
+  (one table for both), binary64 `tanh` and `sigmoid` that module's step lists and binary32
+  the correctly rounded step lists of :mod:`kera_core.interp.expolog32` (both run through
+  :class:`EmitOps`),
   and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
   `copysign`) from `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`,
   `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`, `erfc`: the step
@@ -96,13 +97,6 @@ def _horner(e: Emitter, x: Operand, coeffs, t: str) -> Var | Imm:
     return u
 
 
-def _horner_high_first(e: Emitter, x: Operand, coeffs, t: str) -> Operand:
-    u: Operand = fbits(t, coeffs[0])
-    for b in coeffs[1:]:
-        u = e.op("add", e.op("mul", u, x), fbits(t, b))
-    return u
-
-
 def exp(e: Emitter, x: Operand, t: str) -> Var:
     if t == "f32":
         return expolog32.exp(EmitOps(e), x)
@@ -172,32 +166,13 @@ def log(e: Emitter, x: Operand, t: str) -> Var:
 def tanh(e: Emitter, x: Operand, t: str) -> Var:
     if t == "f32":
         return expolog32.tanh(EmitOps(e), x)
-    c = mathfns.CONSTS[t]
-    one, two = fconst(t, 1.0), fconst(t, 2.0)
-    a = e.op("abs", x)
-    s = e.op("mul", x, x)
-    num = _horner_high_first(e, s, c.tanh_p, t)
-    den = _horner_high_first(e, s, (fconst(t, 1.0).bits, *c.tanh_q), t)
-    small = e.op("add", x, e.op("mul", e.op("mul", x, s), e.op("div", num, den)))
-    below_one = e.op("lt", a, fbits(t, c.tanh_one))
-    ex = exp(e, e.op("select", below_one, e.op("add", a, a), fconst(t, 0.0)), t)
-    large = e.op("sub", one, e.op("div", two, e.op("add", ex, one)))
-    negative = e.op("lt", x, fconst(t, 0.0))
-    large = e.op("select", negative, e.op("neg", large), large)
-    out = e.op("select", e.op("lt", a, fbits(t, c.tanh_small)), small, large)
-    signed_one = e.op("select", negative, fconst(t, -1.0), one)
-    out = e.op("select", e.op("ge", a, fbits(t, c.tanh_one)), signed_one, out)
-    out = e.op("select", e.op("eq", x, fconst(t, 0.0)), x, out)
-    return e.op("select", e.op("ne", x, x), nan(t), out)
+    return mathfns.tanh_steps(EmitOps(e), x)
 
 
 def sigmoid(e: Emitter, x: Operand, t: str) -> Var:
     if t == "f32":
         return expolog32.sigmoid(EmitOps(e), x)
-    ex = exp(e, e.op("neg", e.op("abs", x)), t)
-    d = e.op("add", fconst(t, 1.0), ex)
-    num = e.op("select", e.op("ge", x, fconst(t, 0.0)), fconst(t, 1.0), ex)
-    return e.op("div", num, d)
+    return mathfns.sigmoid_steps(EmitOps(e), x)
 
 
 UNARY = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid}
