@@ -13,8 +13,9 @@ History:
 * 1 — the first definitions.
 * 2 — binary32 `exp`, `log`, `tanh`, `sigmoid` correctly rounded (§6.2–§6.5, evaluated in
   binary64); `softmax` on binary32, which is defined with `exp`, with them.
-X
-  kernel and a double-double quotient, rounded once).
+* 3 — binary64 `tanh`, `sigmoid` within 0.51 ulp, 0.75 where `sigmoid`'s result is in the
+  top subnormal binade (§6.4, §6.5: expm1's double-double kernel and a double-double
+  quotient, rounded once).
 """
 
 from __future__ import annotations
