@@ -133,7 +133,7 @@ class Layout:
         return self._offsets
 
     def node(self, i: int) -> SyntaxNode:
-        """The i-th child as ``children_of_kinds`` makes it."""
+        """The i-th child as ``wrapped_children`` makes it."""
         return SyntaxNode(self.children[i], self.root, self.offsets[i], i)
 
 

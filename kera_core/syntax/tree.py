@@ -532,27 +532,28 @@ class SyntaxNode:
             i += 1
         return None
 
-    def child_of_kinds(self, kinds: dict) -> tuple[object, SyntaxNode] | None:
-        """The first child node whose kind is a key of ``kinds``, with the key's value."""
+    def wrapped_child(self, kinds: dict) -> object | None:
+        """``cls(node)`` for the first child node whose kind is a key of ``kinds`` (a
+        ``kind -> cls`` table: the typed AST's)."""
         off = self.offset
         i = 0
         for c in self.green.children:
-            v = kinds.get(c.kind)
-            if v is not None and not c.is_token:
-                return v, SyntaxNode(c, self, off, i)  # type: ignore[arg-type]
+            cls = kinds.get(c.kind)
+            if cls is not None and not c.is_token:
+                return cls(SyntaxNode(c, self, off, i))  # type: ignore[arg-type]
             off += c.text_len
             i += 1
         return None
 
-    def children_of_kinds(self, kinds: dict) -> list[tuple[object, SyntaxNode]]:
-        """Every child node whose kind is a key of ``kinds``, with the key's value."""
+    def wrapped_children(self, kinds: dict) -> list:
+        """``cls(node)`` for every child node whose kind is a key of ``kinds``."""
         out = []
         off = self.offset
         i = 0
         for c in self.green.children:
-            v = kinds.get(c.kind)
-            if v is not None and not c.is_token:
-                out.append((v, SyntaxNode(c, self, off, i)))  # type: ignore[arg-type]
+            cls = kinds.get(c.kind)
+            if cls is not None and not c.is_token:
+                out.append(cls(SyntaxNode(c, self, off, i)))  # type: ignore[arg-type]
             off += c.text_len
             i += 1
         return out
