@@ -53,8 +53,11 @@ def join(head: dict, sections: list[list], **override) -> bytes:
         )
     ]
     offset = 48 + 52 * len(sections)
-    for sid, body in sections:
-        out.append(struct.pack("<IQQ32s", sid, offset, len(body), hashlib.sha3_256(body).digest()))
+    for k, (sid, body) in enumerate(sections):
+        # from format 3 the first checksum covers the header's first 16 bytes too
+        covered = out[0][:16] if k == 0 and h["version"] >= 3 else b""
+        checksum = hashlib.sha3_256(covered + body).digest()
+        out.append(struct.pack("<IQQ32s", sid, offset, len(body), checksum))
         offset += len(body)
     out.extend(body for _, body in sections)
     return b"".join(out)
@@ -188,10 +191,29 @@ def test_truncated_header_table_and_section() -> None:
     assert kind_of(SAXPY[:-1]) == "truncated"
 
 
-@pytest.mark.parametrize("version", [0, 3, 0xFFFF])
+@pytest.mark.parametrize("version", [0, 4, 0xFFFF])
 def test_unknown_version(version: int) -> None:
     head, sections = split(SAXPY)
     assert kind_of(join(head, sections, version=version)) == "version"
+
+
+def test_the_header_is_covered_by_the_first_checksum() -> None:
+    """Format 3: a header field changed without the first checksum made again is a checksum
+    error — the semantics version too, which can be changed to another valid version (3 to
+    2 flips one bit) under which the graph reads the same; format 2 files, whose checksums
+    cover the sections only, still read."""
+    head, sections = split(SAXPY)
+    for field, value in (("flags", 2), ("flags", 1), ("version", 2)):
+        changed = bytearray(SAXPY)
+        at = {"version": 4, "flags": 6}[field]
+        changed[at : at + 2] = value.to_bytes(2, "little")
+        assert kind_of(bytes(changed)) == "checksum", (field, value)
+        assert (
+            read_keg(join(head, sections, **{field: value})).fingerprint
+            == read_keg(SAXPY).fingerprint
+        )
+    v2 = join(head, sections, version=2)  # its checksums over the sections alone
+    assert read_keg(v2).fingerprint == read_keg(SAXPY).fingerprint
 
 
 def test_flags_and_schema() -> None:
@@ -202,10 +224,10 @@ def test_flags_and_schema() -> None:
 
 
 def test_the_semantics_version() -> None:
-    """Format 2 records the semantics version (kera_core.ir.semantics) where format 1 had
+    """Formats 2 and 3 record the semantics version (kera_core.ir.semantics) where format 1 had
     reserved flags; format 1 means semantics version 1."""
     head, sections = split(SAXPY)
-    assert (head["version"], head["flags"]) == (2, SEMANTICS_VERSION)
+    assert (head["version"], head["flags"]) == (3, SEMANTICS_VERSION)
     for bad in (0, SEMANTICS_VERSION + 1, 0xFFFF):
         assert kind_of(join(head, sections, flags=bad)) == "semantics"
     # saxpy uses no operation whose bits changed since version 1: a file written then (format

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from enum import IntEnum
 
 MAGIC = b"KEG\x00"
-FORMAT_VERSION = 2  # 2: the u16 after the format version is the semantics version
+FORMAT_VERSION = 3  # 3: the first section's checksum covers the header's first 16 bytes too
 OLDEST_FORMAT = 1  # 1: that u16 was reserved flags (0), and the semantics version is 1
+#: from this format on, the u16 after the format version is the semantics version
+SEMANTICS_FORMAT = 2
+#: from this format on, the first section's checksum covers the header's fixed fields
+COVERED_HEADER_FORMAT = 3
+#: the header bytes a format-3 checksum covers: magic, format, semantics, schema, section
+#: count (the fingerprint after them is checked against the graph itself)
+COVERED_HEADER = 16
 
 # magic, format version (u16), semantics version (u16; format 1: flags, 0), IR schema
 # version (u32), section count (u32), graph fingerprint (32 bytes); all little-endian.
@@ -16,6 +24,16 @@ HEADER = struct.Struct("<4sHHII32s")
 ENTRY = struct.Struct("<IQQ32s")
 
 HASH_SIZE = 32
+
+
+def section_checksum(body: bytes, header: bytes = b"") -> bytes:
+    """SHA3-256 of a section's bytes, after ``header`` (the covered header bytes, for the
+    first section of a format-3 file; empty otherwise)."""
+    h = hashlib.sha3_256(header)
+    h.update(body)
+    return h.digest()
+
+
 MAX_VARINT_BYTES = 10  # 70 bits: every u64 constant, zigzagged, fits
 MAX_TYPE_DEPTH = 64  # nesting of types inside one type entry
 MAX_ATTR_DEPTH = 16  # nesting of tuples inside one attribute value

@@ -8,7 +8,6 @@ recomputed; the file is rejected with a :class:`KegError` at the first problem.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from kera_core.ir.cycles import calls_outside_members, component_errors, member_index
@@ -28,6 +27,8 @@ from kera_core.keg.format import (
     ATTR_STR,
     ATTR_TUPLE,
     ATTR_TYPE,
+    COVERED_HEADER,
+    COVERED_HEADER_FORMAT,
     ENTRY,
     FORMAT_VERSION,
     HASH_SIZE,
@@ -46,7 +47,9 @@ from kera_core.keg.format import (
     OLDEST_FORMAT,
     REQUIRED,
     SECTION_NAMES,
+    SEMANTICS_FORMAT,
     Section,
+    section_checksum,
 )
 from kera_core.keg.provenance import decode_provenance
 from kera_core.source import encode
@@ -110,7 +113,7 @@ def _read_layout(data: bytes) -> tuple[dict[Section, tuple[int, int]], bytes, in
             f"format version {version}; this reader knows {OLDEST_FORMAT} to {FORMAT_VERSION}",
             4,
         )
-    if version == 1:  # before semantics versions: reserved flags, and the first semantics
+    if version < SEMANTICS_FORMAT:  # reserved flags, and the first semantics version
         if semantics:
             raise KegError("flags", f"reserved header flags set: {semantics:#06x}", 6)
         semantics = 1
@@ -156,7 +159,8 @@ def _read_layout(data: bytes) -> tuple[dict[Section, tuple[int, int]], bytes, in
                 f"{name} section claims {length} bytes, only {len(data) - offset} remain",
                 at + 12,
             )
-        if hashlib.sha3_256(data[offset : offset + length]).digest() != checksum:
+        covered = data[:COVERED_HEADER] if k == 0 and version >= COVERED_HEADER_FORMAT else b""
+        if section_checksum(data[offset : offset + length], covered) != checksum:
             raise KegError("checksum", f"{name} section: SHA3-256 checksum mismatch", offset)
         spans[section] = (offset, offset + length)
         expected = offset + length

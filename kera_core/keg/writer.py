@@ -8,8 +8,6 @@ what some function reaches is written, so dead nodes in the store never leak in.
 
 from __future__ import annotations
 
-import hashlib
-
 from kera_core.ir.encoding import SCHEMA_VERSION, Writer
 from kera_core.ir.graph import Graph
 from kera_core.ir.node import Node, Region
@@ -23,11 +21,13 @@ from kera_core.keg.format import (
     ATTR_STR,
     ATTR_TUPLE,
     ATTR_TYPE,
+    COVERED_HEADER,
     ENTRY,
     FORMAT_VERSION,
     HEADER,
     MAGIC,
     Section,
+    section_checksum,
 )
 from kera_core.keg.provenance import encode_provenance
 from kera_core.source import encode
@@ -251,7 +251,8 @@ def _assemble(fingerprint: bytes, sections: list[tuple[Section, bytes]]) -> byte
     )
     offset = HEADER.size + ENTRY.size * len(sections)
     table = []
-    for sid, body in sections:
-        table.append(ENTRY.pack(sid, offset, len(body), hashlib.sha3_256(body).digest()))
+    for k, (sid, body) in enumerate(sections):
+        covered = header[:COVERED_HEADER] if k == 0 else b""
+        table.append(ENTRY.pack(sid, offset, len(body), section_checksum(body, covered)))
         offset += len(body)
     return b"".join([header, *table, *(body for _, body in sections)])
