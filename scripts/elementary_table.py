@@ -1,5 +1,5 @@
-"""Rows of the accuracy tables of docs/semantics.md §6.9, measured as tests/test_elementary.py
-measures them (the same samples, the same references).
+"""Rows of the binary32 accuracy table of docs/semantics.md §6.9, measured as
+tests/test_elementary.py measures them (the same samples, the same references).
 
     .venv/bin/python scripts/elementary_table.py atan2 pow erf erfc   # the default samples
     KERA_EXHAUSTIVE=1 .venv/bin/python scripts/elementary_table.py pow  # the larger f32 ones
@@ -7,9 +7,9 @@ measures them (the same samples, the same references).
 binary32: every input (pair) of tests/test_elementary.py's sample for the function — for a
 unary function its dense sample and its 2^18-pattern window — checked against the correctly
 rounded result (tests/elementary_ref.py: numpy's binary64 function rounded, mpmath at 256
-bits near every rounding boundary and wherever they disagree). binary64: ``--f64 N`` per part
-of the test suite's binary64 sample, every input against mpmath at 256 bits. All 2^32
-binary32 inputs of a unary function: ``python -m tests.elementary_ref NAME``.
+bits near every rounding boundary and wherever they disagree). The binary64 table:
+scripts/ulp_table.py (10^7 samples per function against MPFR). All 2^32 binary32 inputs of a
+unary function: scripts/cr32_sweep.py.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import numpy as np
 
 sys.path.insert(0, ".")
 
-from kera_core.interp import elementary as E  # noqa: E402
 from tests import test_elementary as T  # noqa: E402
-from tests.elementary_ref import check_f32, mp_value, round_mp, ulp_error  # noqa: E402
+from tests.elementary_ref import check_f32  # noqa: E402
 
 
 def f32_row(fn: str) -> str:
@@ -48,33 +47,10 @@ def f32_row(fn: str) -> str:
     return f"| `{fn}` | {checked:,} pairs | {decided} | {wrong} | ≤ 0.5 |"
 
 
-def f64_row(fn: str, n: int) -> str:
-    rng = np.random.default_rng(15)
-    x = T._first_f64(fn, T.sample_f64(fn, n, 16), rng)
-    if fn in T.UNARY:
-        a, b, got = x, None, E.unary(fn, x)
-    else:
-        y = T.second_f64(fn, x, rng)
-        a, b = (x, y) if fn == "pow" else (y, x)
-        got = E.binary(fn, a, b)
-    worst, at, correct = 0.0, None, 0
-    for i in range(a.size):
-        args = (float(a[i]),) if b is None else (float(a[i]), float(b[i]))
-        v = mp_value(fn, *args)
-        err = ulp_error(float(got[i]), v, "f64")
-        w = round_mp(v, "f64")
-        correct += float(got[i]) == w or (w != w and got[i] != got[i])
-        if err > worst:
-            worst, at = err, args
-    return f"| `{fn}` | {a.size:,} | {worst:.6f} | {at} | {100 * correct / a.size:.3f} % |"
-
-
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("fns", nargs="+", choices=T.FNS)
-    ap.add_argument("--f64", type=int, default=20_000, help="binary64 samples per part")
     args = ap.parse_args()
     for fn in args.fns:
         t0 = time.time()
-        print(f32_row(fn), flush=True)
-        print(f64_row(fn, args.f64), f"({time.time() - t0:.0f} s)", flush=True)
+        print(f32_row(fn), f"({time.time() - t0:.0f} s)", flush=True)

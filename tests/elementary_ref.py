@@ -7,7 +7,12 @@ midpoint, or the overflow threshold): numpy documents its binary64 functions wit
 (SIMD/SVML) and glibc's within 1–2, so outside that band the rounding cannot change.
 Those few inputs — and every input where the step list disagrees with the rounded numpy
 value — are decided with mpmath at 256 bits, rounded to binary32 exactly (ties to even).
-binary64: mpmath at 256 bits; the error is measured in ulps of the exact value.
+binary64: mpmath at 256 bits; the error is measured in ulps of the exact value. For the
+large binary64 samples of the accuracy tables (scripts/ulp_table.py), :func:`gm_reference`:
+MPFR through gmpy2, correctly rounded at ``GM_PREC`` bits (MPFR rounds every function
+correctly for every argument — the trigonometric ones reduce huge arguments exactly —, so
+no precision has to grow with the exponent as mpmath's must), 5–70 times faster than
+mpmath; tests/test_accuracy_reference.py checks it against mpmath.
 """
 
 from __future__ import annotations
@@ -91,6 +96,8 @@ def mp_value(name: str, *args: float):
         if name == "erf":
             return mp.sign(x) * (1 - far)
         return far if x > 0 else 2 - far
+    if name == "sqrt":
+        return mp.nan if x < 0 else mp.sqrt(x)
     if name == "erf":
         return mp.erf(x)
     if name == "erfc":
@@ -192,6 +199,67 @@ def ulp_error(got: float, v, t: str) -> float:
     _, e = mp.frexp(abs(v)) if v != 0 else (0, emin + 1)
     ulp = mp.mpf(2) ** (max(e - 1, emin) - mant)
     return float(abs(mp.mpf(got) - v) / ulp)
+
+
+GM_PREC = 128  # bits of gm_reference's values; an input near a midpoint is redone at 1024
+_NEAR_MIDPOINT = 0.5 - 2.0**-60  # |v − w| in ulps beyond which 128 bits may not decide w
+
+
+def _gm_functions() -> dict:
+    """The binary64 functions of the tables in MPFR (C99 Annex F's special values: MPFR
+    follows it for atan2, hypot and pow)."""
+    import gmpy2
+
+    def sigmoid(x):
+        return 1 / (1 + gmpy2.exp(-gmpy2.mpfr(x)))
+
+    def pow_(x, y):
+        return gmpy2.mpfr(x) ** y
+
+    names = ("exp", "log", "tanh", "sqrt", "exp2", "log2", "expm1", "log1p", "sin", "cos")
+    fns = {n: getattr(gmpy2, n) for n in (*names, "tan", "erf", "erfc", "hypot", "atan2")}
+    return {**fns, "sigmoid": sigmoid, "pow": pow_}
+
+
+def gm_reference(name: str, got: np.ndarray, a: np.ndarray, b: np.ndarray | None = None):
+    """For binary64 results ``got`` of ``name`` on ``a`` (and ``b``): (err, want) — each
+    result's error in ulps of the exact value (as :func:`ulp_error`: 0 or inf where the
+    exact value is NaN, zero or rounds to ±inf), and the correctly rounded result."""
+    import gmpy2
+
+    f = _gm_functions()[name]
+    n = got.size
+    err = np.full(n, np.nan)
+    want = np.empty(n)
+    gl, al = got.tolist(), a.tolist()
+    bl = b.tolist() if b is not None else None
+    inf = float("inf")
+    get_exp, mul_2exp, is_finite = gmpy2.get_exp, gmpy2.mul_2exp, gmpy2.is_finite
+
+    def at(i: int, prec: int):
+        with gmpy2.context(gmpy2.get_context(), precision=prec):
+            return f(al[i]) if bl is None else f(al[i], bl[i])
+
+    with gmpy2.context(gmpy2.get_context(), precision=GM_PREC):
+        for i in range(n):
+            v = f(al[i]) if bl is None else f(al[i], bl[i])
+            w = float(v)  # MPFR: rounded to nearest-even binary64, subnormals and overflow
+            if is_finite(v) and v != 0 and abs(w) != inf:
+                s = 52 - max(get_exp(v) - 1, -1022)  # v·2^s: ulp(v) = 1
+                g = gl[i]
+                d = float(mul_2exp(v - g, s))
+                dw = d if g == w else float(mul_2exp(v - w, s))
+                if abs(dw) > _NEAR_MIDPOINT:  # decide at 1024 bits
+                    v = at(i, 1024)
+                    w = float(v)
+                    with gmpy2.context(gmpy2.get_context(), precision=1024):
+                        d = float(mul_2exp(v - g, s))
+                err[i] = abs(d)
+            want[i] = w
+    special = np.isnan(err)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    err[special] = np.where(same[special], 0.0, inf)
+    return err, want
 
 
 def _near_boundary32(y: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -264,10 +264,11 @@ def test_ptx_assembles_with_ptxas() -> None:
         P.ptxas(P.batch(texts), arch)
 
 
-def test_the_sweep_script_checks_ranges_fixed_and_computed() -> None:
-    """scripts/cr32_sweep.py on small windows across each function's fixed/computed
-    boundary (its --stride-fixed sampling) and across +inf/NaN: no failures, and the step
-    list runs everywhere it computes."""
+def test_the_sweep_script_checks_ranges_fixed_and_computed(tmp_path) -> None:
+    """scripts/cr32_sweep.py on small windows across each fixed/computed boundary (its
+    --stride-fixed sampling) of §6.2–§6.5's functions and of some of §6.9's, and across
+    +inf/NaN: no failures, and the step list runs everywhere it computes. A second run with
+    the same --log resumes (runs nothing) and --summary reports the window."""
     import subprocess
     import sys
 
@@ -276,16 +277,29 @@ def test_the_sweep_script_checks_ranges_fixed_and_computed() -> None:
         "log": (0x7F7FF000, 0x80001000),  # +inf, the NaNs, −0 and the negatives
         "tanh": (0x411FF000, 0x41201000),  # the ±1 select at 10
         "sigmoid": (0x42EFF000, 0x42F01000),  # the clamp at 120
+        "exp2": (0x42FFF000, 0x43001000),  # the +inf select at 128
+        "log1p": (0xBF7FF000, 0xBF801000),  # −1 and the NaN select below it
+        "erfc": (0xC1DA5000, 0xC1DA7000),  # the select of 2 at x ≤ −27.3
+        "cos": (0x31FFF000, 0x32001000),  # the select of 1 at |x| < 2^−27
     }
+    root = Path(__file__).resolve().parent.parent
+    log = tmp_path / "sweep.jsonl"
+
+    def sweep_script(*args: str) -> list[str]:
+        cmd = [sys.executable, "scripts/cr32_sweep.py", *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=root)
+        return done.stdout.splitlines()
+
     for fn, (lo, hi) in windows.items():
-        out = subprocess.run(
-            [sys.executable, "scripts/cr32_sweep.py", fn, "--lo", hex(lo), "--hi", hex(hi)]
-            + ["--stride-fixed", "64", "--engine", "interp"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parent.parent,
-        ).stdout
-        r = json.loads(out.splitlines()[-1])
+        args = [fn, "--lo", hex(lo), "--hi", hex(hi), "--stride-fixed", "64"]
+        r = json.loads(sweep_script(*args, "--engine", "interp", "--log", str(log))[-1])
         assert r["function"] == fn and r["inputs"] == hi - lo and r["failures"] == 0, r
-        assert 0 < r["step_list_runs"] < hi - lo, r
+        assert 0 < r["step_list_runs"] < hi - lo and r["chunks_from_log"] == 0, r
+    again = json.loads(
+        sweep_script("exp2", "--lo", "0x42FFF000", "--hi", "0x43001000", "--log", str(log))[-1]
+    )
+    assert again["chunks_from_log"] == 1 and again["inputs"] == 0x2000, again
+    ranges = [json.loads(line) for line in sweep_script("--summary", str(log))]
+    assert sorted(g["function"] for g in ranges) == sorted(windows)
+    assert all(g["failures"] == [] for g in ranges)
+    assert {(g["lo"], g["hi"]) for g in ranges} == set(windows.values())

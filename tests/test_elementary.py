@@ -31,7 +31,7 @@ import pytest
 
 from kera_core.analysis import analyze
 from kera_core.interp import elementary as E
-from kera_core.interp import fp
+from kera_core.interp import fp, mathfns
 from kera_core.interp.api import run_function as reference
 from kera_core.loops import composite as C
 from kera_core.loops import lower_program, run_function
@@ -316,6 +316,52 @@ def _first_f64(fn: str, x: np.ndarray, rng) -> np.ndarray:
     x = np.where((x == 0) | (x == 1), 3.0, x)
     k = rng.random(x.size) < 0.1
     return np.where(k, -x, x)
+
+
+# §6.2–§6.5's binary64 functions (kera_core/interp/mathfns.py) and their sampled ranges
+CR64 = {
+    "exp": (-746.0, 710.0),
+    "log": (0.0, 4.0),
+    "tanh": (-23.0, 23.0),
+    "sigmoid": (-750.0, 40.0),
+    "sqrt": (0.0, 4.0),
+}
+F64 = (*CR64, "exp2", "log2", "expm1", "log1p", "hypot", *TRIG, "atan2", "pow", "erf", "erfc")
+
+
+def sample64(fn: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """About n binary64 inputs of fn — (x, None), or the operands (a, b) of hypot, atan2, pow
+    — as the accuracy tables of docs/semantics.md sample them. §6.7's functions: a quarter
+    each uniform in the function's range (CR64), uniform in [−1, 1], random bit patterns and
+    log-uniform magnitudes in [e^−740, e^700] (made positive for log and sqrt). §6.9's: the
+    parts of :func:`sample_f64` (n/3 each), with :func:`second_f64`'s second operand."""
+    rng = np.random.default_rng(seed)
+    if fn in CR64:
+        lo, hi = CR64[fn]
+        q = n // 4
+        x = np.concatenate(
+            [
+                rng.uniform(lo, hi, q),
+                rng.uniform(-1.0, 1.0, q),
+                rng.integers(0, 1 << 64, q, dtype=np.uint64).view(np.float64),
+                np.exp(rng.uniform(-740.0, 700.0, n - 3 * q)),
+            ]
+        )
+        if fn in ("log", "sqrt"):
+            x = np.abs(x)
+        return x[np.isfinite(x)], None
+    x = _first_f64(fn, sample_f64(fn, max(n // 3, 1), seed), rng)
+    if fn not in BIN:
+        return x, None
+    y = second_f64(fn, x, rng)
+    return (x, y) if fn == "pow" else (y, x)
+
+
+def kera64(fn: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """The interpreter's binary64 results (every target's bits, tested elsewhere)."""
+    if fn in CR64:
+        return mathfns.UNARY[fn](a)
+    return interp(fn, a, b)
 
 
 @pytest.mark.parametrize("fn", ("atan2", "pow"))
