@@ -100,6 +100,40 @@ def same_as_reference(m, name: str, inputs: dict, run_it, *context) -> None:
     assert outcome(run_it) == want, (name, *context)
 
 
+def agree_on_target(tname: str, m, names, sizes, inputs, per_scalar: int = 24) -> None:
+    """Each of ``names`` (a name ending in ``_s`` takes scalars: size 1 only) on target
+    ``tname`` gives the interpreter's outcome on ``inputs(name, n, 13)[:per_scalar]``."""
+    from kera_core.targets import run_module
+
+    t = runnable_target(tname)
+    for name in names:
+        assert not t.unsupported(m.graph, name), (tname, name, t.unsupported(m.graph, name))
+        for n in sizes if not name.endswith("_s") else (1,):
+            for a in inputs(name, n, 13)[:per_scalar]:
+                same_as_reference(m, name, a, lambda: run_module(t, m, name, a), tname, n)  # noqa: B023
+
+
+def agree_on_x86(level: str, m, names, sizes, inputs) -> None:
+    """As :func:`agree_on_target`, compiled once per function at one x86-64 level
+    (``"none"``: the test stops, this is no x86-64 machine), on ``inputs(name, n, 17)``."""
+    if level == "none":
+        from tests.tools import tool_missing
+
+        tool_missing("the x86_64 target runs only on an x86-64 machine")
+    from kera_core.backends.x86_64 import compile as X
+    from kera_core.backends.x86_64.runtime import Loaded, run
+
+    for name in names:
+        data, _ = X.build(m.graph, name, X.isa_for(level))
+        loaded = Loaded(X.read(data, m.graph)[1])
+        try:
+            for n in sizes if not name.endswith("_s") else (1,):
+                for a in inputs(name, n, 17):
+                    same_as_reference(m, name, a, lambda: run(loaded, m, name, a), level, n)  # noqa: B023
+        finally:
+            loaded.close()
+
+
 def x86_levels() -> list[str]:
     """The x86-64 instruction-set levels this CPU runs (none off x86-64)."""
     import platform

@@ -20,8 +20,7 @@ import pytest
 
 from kera_core.analysis import analyze
 from kera_core.interp import mathfns as M
-from kera_core.targets import run_module
-from tests.outcomes import runnable_target, same_as_reference, x86_levels
+from tests.outcomes import agree_on_target, agree_on_x86, x86_levels
 from tests.test_elementary import _run_steps, steps
 from tests.test_exact_functions import special_bits
 from tests.tools import tool_missing
@@ -160,32 +159,12 @@ def _inputs(name: str, n: int, seed: int) -> list[dict]:
 
 
 def _agree(tname: str, names, sizes, per_scalar: int = 24) -> None:
-    t = runnable_target(tname)
-    m = _module()
-    for name in names:
-        assert not t.unsupported(m.graph, name), (tname, name, t.unsupported(m.graph, name))
-        for n in sizes if not name.endswith("_s") else (1,):
-            for a in _inputs(name, n, 13)[:per_scalar]:
-                same_as_reference(m, name, a, lambda: run_module(t, m, name, a), tname, n)  # noqa: B023
+    agree_on_target(tname, _module(), names, sizes, _inputs, per_scalar)
 
 
 @pytest.mark.parametrize("level", x86_levels() or ["none"])
 def test_x86_64_gives_the_interpreters_bits_at_every_level(level: str) -> None:
-    if level == "none":
-        tool_missing("the x86_64 target runs only on an x86-64 machine")
-    from kera_core.backends.x86_64 import compile as X
-    from kera_core.backends.x86_64.runtime import Loaded, run
-
-    m = _module()
-    for name in NAMES:
-        data, _ = X.build(m.graph, name, X.isa_for(level))
-        loaded = Loaded(X.read(data, m.graph)[1])
-        try:
-            for n in SIZES if not name.endswith("_s") else (1,):
-                for a in _inputs(name, n, 17):
-                    same_as_reference(m, name, a, lambda: run(loaded, m, name, a), level, n)  # noqa: B023
-        finally:
-            loaded.close()
+    agree_on_x86(level, _module(), NAMES, SIZES, _inputs)
 
 
 def test_arm64_gives_the_interpreters_bits() -> None:
