@@ -317,6 +317,18 @@ def test_int_to_float_rounds_to_nearest_even():
     assert call("l2d", np.int64(2**53 + 3)) == 2.0**53 + 4
 
 
+def test_int_to_float_arrays_at_the_exact_range():
+    """Within ±2^53 the integer is converted exactly first; an array with one element past
+    it goes the rounding path for all (both give the correctly rounded values)."""
+    big = [2**53, 2**53 + 1, -(2**53) - 1, 2**53 - 1, 3, -(2**63)]
+    out = fp.int_to_float(np.array(big, np.int64), fp.F64)
+    assert out.tolist() == [float(v) for v in big]
+    out32 = fp.int_to_float(np.array([2**53 - 1, 2**24 + 1, -(2**24) - 3], np.int64), fp.F32)
+    assert out32.tolist() == [2.0**53, 2.0**24, -(2.0**24 + 4)]
+    u = fp.int_to_float(np.array([2**53 + 1, 2**64 - 1], np.uint64), fp.F64)
+    assert u.tolist() == [2.0**53, 2.0**64]
+
+
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_int64_to_float_matches_exact_rounding(v):
     from kera_core.sema.literals import f32_bits_of

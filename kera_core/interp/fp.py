@@ -284,13 +284,23 @@ def _u64_to_float(m, f: FloatFormat):
     return q.astype(f.dtype) * pow2(shift.astype(np.int64), f)
 
 
+_EXACT64 = 1 << 53  # every integer of magnitude ≤ 2^53 is a binary64
+
+
+def _within_2_53(x) -> bool:
+    """Is every element of the 64-bit integer array x within ±2^53 (so exact in binary64)?"""
+    if x.dtype.kind == "u":
+        return bool((x <= np.uint64(_EXACT64)).all())
+    return bool(((x >= -_EXACT64) & (x <= _EXACT64)).all())
+
+
 @quiet
 def int_to_float(x, f: FloatFormat):
     """Integer (or bool) -> float, rounded to nearest even."""
     x = np.asarray(x)
     if x.dtype == np.bool_:
         return x.astype(f.dtype)
-    if x.dtype.itemsize <= 4:
+    if x.dtype.itemsize <= 4 or _within_2_53(x):
         # exact in binary64, then one rounding
         return x.astype(np.float64).astype(f.dtype)
     if x.dtype.kind == "u":

@@ -11,8 +11,9 @@ multiply-add (WebAssembly) computes them at full speed.
 exp and log follow FreeBSD msun (fdlibm), with its branches for speed removed, so one
 straight-line sequence plus a few selects covers every input; their coefficients are given
 by bit pattern. tanh and sigmoid (semantics version 3) are double-double step lists on
-expm1's kernel (kera_core/interp/elementary.py), written once against the loop primitives
-and rounded once (within 0.5 ulp + 2^-60 relative).
+expm1's kernel (kera_core/interp/elementary.py), rounded once (within 0.5 ulp + 2^-60
+relative). All four are written once against the loop primitives: the interpreter runs
+them on numpy arrays, kera_core/loops/composite.py emits the same steps for every target.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kera_core.interp import elementary, expolog32
-from kera_core.interp.fp import F32, F64, FloatFormat, canon, fmt_of, scaleb
+from kera_core.interp.fp import F32, F64, FloatFormat, canon, fmt_of
 
 
 def _f64(bits: int):
@@ -34,6 +35,7 @@ def _b64(x: float) -> int:
     return int(np.array(x, dtype=np.float64).view(np.uint64))
 
 
+@functools.cache
 def _v64(bits: int) -> float:
     return float(np.array(bits, dtype=np.uint64).view(np.float64))
 
@@ -93,22 +95,81 @@ def _quiet(fn):
     return wrapper
 
 
-def _setup(x):
-    x = np.asarray(x)
-    f = fmt_of(x)
-    c = CONSTS[f.name]
-    return x, f, c, f.const
+# --- exp, log ----------------------------------------------------------------------
+#
+# Written once against the loop primitives ``m`` (kera_core/interp/elementary.py's
+# interface), as tanh and sigmoid below: the interpreter runs them on numpy arrays
+# (``NumpyOps``), kera_core/loops/composite.py runs the same code to emit loop primitives
+# (``EmitOps``).
 
 
-def _horner(t, coeffs, k):
-    """coeffs[0] + t*(coeffs[1] + t*(... + t*coeffs[-1])): a multiply then an add per step."""
-    u = k(coeffs[-1])
+def _k(m, bits: int):
+    """The binary64 constant with these bits."""
+    return m.c(_v64(bits))
+
+
+def _horner(m, t, coeffs):
+    """coeffs[0] + t*(coeffs[1] + t*(... + t*coeffs[-1])), coefficients by bit pattern: a
+    multiply then an add per step."""
+    u = _k(m, coeffs[-1])
     for b in reversed(coeffs[:-1]):
-        u = k(b) + t * u
+        u = m.add(_k(m, b), m.mul(t, u))
     return u
 
 
-# --- exp ---------------------------------------------------------------------------
+def exp_steps(m, x):
+    """e**x (binary64, docs/semantics.md §6.2)."""
+    c = C64
+    over = m.gt(x, _k(m, c.exp_over))
+    under = m.lt(x, _k(m, c.exp_under))
+    isnan = m.ne(x, x)
+    xs = m.select(m.or_(m.or_(over, under), isnan), m.c(0.0), x)
+    kf = m.roundeven(m.mul(xs, _k(m, c.inv_ln2)))  # round half to even; exact
+    hi = m.sub(xs, m.mul(kf, _k(m, c.ln2_hi)))
+    lo = m.mul(kf, _k(m, c.ln2_lo))
+    r = m.sub(hi, lo)
+    t = m.mul(r, r)
+    cc = m.sub(r, m.mul(t, _horner(m, t, c.exp_p)))
+    q = m.div(m.mul(r, cc), m.sub(m.c(2.0), cc))
+    y = m.sub(m.c(1.0), m.sub(m.sub(lo, q), hi))
+    out = elementary.scaleb(m, y, m.convert(kf, "i64"))
+    out = m.select(over, m.c(np.inf), out)
+    out = m.select(under, m.c(0.0), out)
+    return m.select(isnan, m.c(np.nan), out)
+
+
+def log_steps(m, x):
+    """Natural logarithm (binary64, docs/semantics.md §6.3)."""
+    c = C64
+    mant, bias = F64.mant, F64.bias
+    isnan = m.or_(m.ne(x, x), m.lt(x, m.c(0.0)))
+    zero = m.eq(x, m.c(0.0))
+    isinf = m.eq(x, m.c(np.inf))
+    xs = m.select(m.or_(m.or_(isnan, zero), isinf), m.c(1.0), x)
+    sub = m.lt(xs, _k(m, 1 << mant))
+    xs = m.select(sub, m.mul(xs, _k(m, (c.sub_scale + bias) << mant)), xs)
+    ix = m.bitcast(xs, "u64")
+    ex = m.convert(m.shr(ix, mant), "i64")
+    ex = m.sub(m.sub(ex, m.c(bias, "i64")), m.select(sub, m.c(c.sub_scale, "i64"), m.c(0, "i64")))
+    mbits = m.or_(m.and_(ix, m.c((1 << mant) - 1, "u64")), m.c(bias << mant, "u64"))
+    mm = m.bitcast(mbits, "f64")  # in [1, 2)
+    big = m.ge(mm, _k(m, c.sqrt2))
+    mm = m.select(big, m.mul(mm, m.c(0.5)), mm)
+    ex = m.add(ex, m.convert(big, "i64"))
+    fx = m.sub(mm, m.c(1.0))
+    s = m.div(fx, m.add(m.c(2.0), fx))
+    dk = m.convert(ex, "f64")  # exact
+    z = m.mul(s, s)
+    w = m.mul(z, z)
+    t1 = m.mul(w, _horner(m, w, c.log_lg_even))
+    t2 = m.mul(z, _horner(m, w, c.log_lg_odd))
+    rr = m.add(t2, t1)
+    hfsq = m.mul(m.mul(m.c(0.5), fx), fx)
+    inner = m.add(m.mul(s, m.add(hfsq, rr)), m.mul(dk, _k(m, c.ln2_lo)))
+    out = m.sub(m.mul(dk, _k(m, c.ln2_hi)), m.sub(m.sub(hfsq, inner), fx))
+    out = m.select(zero, m.c(-np.inf), out)
+    out = m.select(isinf, m.c(np.inf), out)
+    return m.select(isnan, m.c(np.nan), out)
 
 
 @_quiet
@@ -116,37 +177,7 @@ def exp(x):
     """e**x (docs/semantics.md §6.2)."""
     if fmt_of(np.asarray(x)) is F32:
         return expolog32.unary("exp", x)
-    x, f, c, k = _setup(x)
-    over = x > k(c.exp_over)
-    under = x < k(c.exp_under)
-    nan = np.isnan(x)
-    special = over | under | nan
-    xs = _masked(x, special, 0)
-    kf = np.rint(xs * k(c.inv_ln2))  # round half to even; exact
-    hi = xs - kf * k(c.ln2_hi)
-    lo = kf * k(c.ln2_lo)
-    r = hi - lo
-    t = r * r
-    cc = r - t * _horner(t, c.exp_p, k)
-    one, two = f.dtype(1), f.dtype(2)
-    y = one - ((lo - (r * cc) / (two - cc)) - hi)
-    out = np.asarray(scaleb(y, kf.astype(f.idtype), f))
-    if special.any():
-        out = out.copy() if out.ndim == 0 else out
-        np.copyto(out, f.dtype(np.inf), where=over)
-        np.copyto(out, f.dtype(0), where=under)
-        np.copyto(out, f.nan, where=nan)
-    return out
-
-
-def _masked(x, mask, value):
-    """x with the elements under ``mask`` replaced by ``value`` (a fresh array)."""
-    out = np.array(x, copy=True)
-    np.copyto(out, out.dtype.type(value), where=mask)
-    return out
-
-
-# --- log ---------------------------------------------------------------------------
+    return canon(np.asarray(exp_steps(elementary.NumpyOps, np.asarray(x))))
 
 
 @_quiet
@@ -154,38 +185,7 @@ def log(x):
     """Natural logarithm (docs/semantics.md §6.3)."""
     if fmt_of(np.asarray(x)) is F32:
         return expolog32.unary("log", x)
-    x, f, c, k = _setup(x)
-    nan = np.isnan(x) | (x < 0)
-    zero = x == 0
-    inf = x == f.dtype(np.inf)
-    special = nan | zero | inf
-    xs = _masked(x, special, 1)
-    smallest_normal = f.const(1 << f.mant)
-    sub = xs < smallest_normal
-    xs = np.where(sub, xs * f.const((c.sub_scale + f.bias) << f.mant), xs)
-    ix = xs.view(f.udtype)
-    e = (ix >> f.udtype(f.mant)).astype(np.int64) - f.bias - np.where(sub, c.sub_scale, 0)
-    mbits = (ix & f.udtype((1 << f.mant) - 1)) | f.udtype(f.bias << f.mant)
-    m = mbits.view(f.dtype)  # in [1, 2)
-    big = m >= k(c.sqrt2)
-    m = np.where(big, m * f.dtype(0.5), m)
-    e = e + big
-    fx = m - f.dtype(1)
-    s = fx / (f.dtype(2) + fx)
-    dk = e.astype(f.dtype)  # exact
-    z = s * s
-    w = z * z
-    t1 = w * _horner(w, c.log_lg_even, k)
-    t2 = z * _horner(w, c.log_lg_odd, k)
-    rr = t2 + t1
-    hfsq = (f.dtype(0.5) * fx) * fx
-    out = dk * k(c.ln2_hi) - ((hfsq - (s * (hfsq + rr) + dk * k(c.ln2_lo))) - fx)
-    if special.any():
-        out = np.array(out, copy=True)
-        np.copyto(out, f.dtype(-np.inf), where=zero)
-        np.copyto(out, f.dtype(np.inf), where=inf)
-        np.copyto(out, f.nan, where=nan)
-    return out
+    return canon(np.asarray(log_steps(elementary.NumpyOps, np.asarray(x))))
 
 
 # --- tanh, sigmoid ------------------------------------------------------------------

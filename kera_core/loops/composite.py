@@ -1,14 +1,13 @@
 """The composites, expanded once into primitives exactly as docs/semantics.md defines them.
 
 * §6 elementary functions (`exp`, `log`, `tanh`, `sigmoid`) as straight-line step lists on
-  one scalar: binary64 `exp` and `log` with the constants of :mod:`kera_core.interp.mathfns`
-  (one table for both), binary64 `tanh` and `sigmoid` that module's step lists and binary32
-  the correctly rounded step lists of :mod:`kera_core.interp.expolog32` (both run through
-  :class:`EmitOps`),
-  and §6.8's exact functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`,
-  `copysign`) from `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`,
-  `expm1`, `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`, `erfc`: the step
-  lists of :mod:`kera_core.interp.elementary`, run through :class:`EmitOps` (the interpreter runs the same code on numpy arrays);
+  one scalar: the binary64 step lists of :mod:`kera_core.interp.mathfns` and the correctly
+  rounded binary32 ones of :mod:`kera_core.interp.expolog32`, both run through
+  :class:`EmitOps` (the interpreter runs the same code on numpy arrays); §6.8's exact
+  functions (`floor`, `ceil`, `trunc`, `round`, `round_half_away`, `copysign`) from
+  `roundeven`, compares, selects and the sign bit; §6.9's `exp2`, `log2`, `expm1`,
+  `log1p`, `hypot`, `sin`, `cos`, `tan`, `atan2`, `pow`, `erf`, `erfc`: the step lists of
+  :mod:`kera_core.interp.elementary`, run through :class:`EmitOps`;
 * §7 reductions: the canonical sum (tiles of 1024, 16 lanes, the lane tree, the
   left-complete tile tree), `max`/`min`, `argmax`, `dot`, `mean`;
 * §8 `matmul` (k in increasing order), `conv1d`, `softmax`, `layernorm`.
@@ -23,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kera_core.interp import elementary, expolog32, mathfns
-from kera_core.interp.fp import SCALE_GUARD
 from kera_core.interp.reduce import LANES, TILE
 from kera_core.loops.emit import Emitter, imm
 from kera_core.loops.ir import BITS, Check, If, Imm, Operand, Var, While, is_signed
@@ -58,109 +56,19 @@ def inf(t: str, negative: bool = False) -> Imm:
     )
 
 
-# --- §6.1 scaleB --------------------------------------------------------------------------------
-
-
-def pow2(e: Emitter, j: Operand, t: str) -> Var:
-    """2**j as a float of type t from its bits; j (t's int type) in [emin, emax]."""
-    it, ut, mant, bias, _ = _FMT[t]
-    b = e.op("add", j, imm(it, bias))
-    u = e.op("bitcast", b, to=ut)
-    s = e.op("shl", u, imm(ut, mant))
-    return e.op("bitcast", s, to=t)
-
-
-def scaleb(e: Emitter, y: Operand, k: Operand, t: str) -> Var:
-    """y * 2**k rounded once, for k in [emin - 64, emax + 1] (semantics.md §6.1)."""
-    it, _, _, bias, _ = _FMT[t]
-    emin, emax = 1 - bias, bias
-    zero = imm(it, 0)
-    low = e.op("lt", k, imm(it, emin))
-    high = e.op("gt", k, imm(it, emax))
-    mid = e.op("not", e.op("or", low, high))
-    a = e.op("mul", y, pow2(e, e.op("select", mid, k, zero), t))
-    k_low = e.op("select", low, e.op("add", k, imm(it, SCALE_GUARD)), zero)
-    b = e.op("mul", e.op("mul", y, pow2(e, k_low, t)), pow2(e, imm(it, -SCALE_GUARD), t))
-    k_high = e.op("select", high, e.op("sub", k, imm(it, 1)), zero)
-    c = e.op("mul", e.op("mul", y, fconst(t, 2.0)), pow2(e, k_high, t))
-    return e.op("select", low, b, e.op("select", high, c, a))
-
-
 # --- §6.2-§6.5 ------------------------------------------------------------------------------
-
-
-def _horner(e: Emitter, x: Operand, coeffs, t: str) -> Var | Imm:
-    """coeffs[0] + x*(coeffs[1] + x*(…)): a multiply then an add per step."""
-    u: Operand = fbits(t, coeffs[-1])
-    for b in reversed(coeffs[:-1]):
-        u = e.op("add", fbits(t, b), e.op("mul", x, u))
-    return u
 
 
 def exp(e: Emitter, x: Operand, t: str) -> Var:
     if t == "f32":
         return expolog32.exp(EmitOps(e), x)
-    c = mathfns.CONSTS[t]
-    it = _FMT[t][0]
-    over = e.op("gt", x, fbits(t, c.exp_over))
-    under = e.op("lt", x, fbits(t, c.exp_under))
-    isnan = e.op("ne", x, x)
-    special = e.op("or", e.op("or", over, under), isnan)
-    xs = e.op("select", special, fconst(t, 0.0), x)
-    kf = e.op("roundeven", e.op("mul", xs, fbits(t, c.inv_ln2)))
-    hi = e.op("sub", xs, e.op("mul", kf, fbits(t, c.ln2_hi)))
-    lo = e.op("mul", kf, fbits(t, c.ln2_lo))
-    r = e.op("sub", hi, lo)
-    tt = e.op("mul", r, r)
-    cc = e.op("sub", r, e.op("mul", tt, _horner(e, tt, c.exp_p, t)))
-    q = e.op("div", e.op("mul", r, cc), e.op("sub", fconst(t, 2.0), cc))
-    y = e.op("sub", fconst(t, 1.0), e.op("sub", e.op("sub", lo, q), hi))
-    out = scaleb(e, y, e.op("convert", kf, to=it), t)
-    out = e.op("select", over, inf(t), out)
-    out = e.op("select", under, fconst(t, 0.0), out)
-    return e.op("select", isnan, nan(t), out)
+    return mathfns.exp_steps(EmitOps(e), x)
 
 
 def log(e: Emitter, x: Operand, t: str) -> Var:
     if t == "f32":
         return expolog32.log(EmitOps(e), x)
-    c = mathfns.CONSTS[t]
-    _, ut, mant, bias, _ = _FMT[t]
-    isnan = e.op("or", e.op("ne", x, x), e.op("lt", x, fconst(t, 0.0)))
-    zero = e.op("eq", x, fconst(t, 0.0))
-    isinf = e.op("eq", x, inf(t))
-    special = e.op("or", e.op("or", isnan, zero), isinf)
-    xs = e.op("select", special, fconst(t, 1.0), x)
-    sub = e.op("lt", xs, fbits(t, 1 << mant))
-    xs = e.op("select", sub, e.op("mul", xs, fbits(t, (c.sub_scale + bias) << mant)), xs)
-    ix = e.op("bitcast", xs, to=ut)
-    ex = e.op("convert", e.op("shr", ix, imm(ut, mant)), to="i64")
-    ex = e.op(
-        "sub",
-        e.op("sub", ex, imm("i64", bias)),
-        e.op("select", sub, imm("i64", c.sub_scale), imm("i64", 0)),
-    )
-    mbits = e.op("or", e.op("and", ix, imm(ut, (1 << mant) - 1)), imm(ut, bias << mant))
-    m = e.op("bitcast", mbits, to=t)
-    big = e.op("ge", m, fbits(t, c.sqrt2))
-    m = e.op("select", big, e.op("mul", m, fconst(t, 0.5)), m)
-    ex = e.op("add", ex, e.op("convert", big, to="i64"))
-    fx = e.op("sub", m, fconst(t, 1.0))
-    s = e.op("div", fx, e.op("add", fconst(t, 2.0), fx))
-    dk = e.op("convert", ex, to=t)
-    z = e.op("mul", s, s)
-    w = e.op("mul", z, z)
-    t1 = e.op("mul", w, _horner(e, w, c.log_lg_even, t))
-    t2 = e.op("mul", z, _horner(e, w, c.log_lg_odd, t))
-    rr = e.op("add", t2, t1)
-    hfsq = e.op("mul", e.op("mul", fconst(t, 0.5), fx), fx)
-    inner = e.op("add", e.op("mul", s, e.op("add", hfsq, rr)), e.op("mul", dk, fbits(t, c.ln2_lo)))
-    out = e.op(
-        "sub", e.op("mul", dk, fbits(t, c.ln2_hi)), e.op("sub", e.op("sub", hfsq, inner), fx)
-    )
-    out = e.op("select", zero, inf(t, negative=True), out)
-    out = e.op("select", isinf, inf(t), out)
-    return e.op("select", isnan, nan(t), out)
+    return mathfns.log_steps(EmitOps(e), x)
 
 
 def tanh(e: Emitter, x: Operand, t: str) -> Var:
