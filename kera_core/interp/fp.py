@@ -117,31 +117,7 @@ def pow2(k, f: FloatFormat):
     return ((k + f.bias).astype(f.udtype) << f.udtype(f.mant)).view(f.dtype)
 
 
-SCALE_GUARD = 64
-
-
-@quiet
-def scaleb(y, k, f: FloatFormat):
-    """y * 2**k rounded once (IEEE scaleB), for k in [emin - 64, emax + 1].
-
-    Built from multiplications by exact powers of two so every target can do the same:
-    only the last multiplication can round (into the subnormal range) or overflow.
-    """
-    k = np.asarray(k)
-    y = np.asarray(y, dtype=f.dtype)
-    low = k < f.emin
-    high = k > f.emax
-    if not (low.any() or high.any()):
-        return y * pow2(k, f)
-    mid = ~(low | high)
-    out = y * pow2(np.where(mid, k, 0), f)
-    if low.any():
-        k_low = np.where(low, k + SCALE_GUARD, 0)
-        out = np.where(low, (y * pow2(k_low, f)) * pow2(-SCALE_GUARD, f), out)
-    if high.any():
-        k_high = np.where(high, k - 1, 0)
-        out = np.where(high, (y * f.dtype(2.0)) * pow2(k_high, f), out)
-    return out
+SCALE_GUARD = 64  # scaleB's (§6.1) detour for k < emin: (y·2^(k+64))·2^−64
 
 
 # --- minimum / maximum ------------------------------------------------------------
