@@ -6,8 +6,11 @@
 In one process (best of ``--repeat``, CPU time): parse, lowering and checking (with the
 graph built), ownership, and the whole ``analyze``, each also as a ratio to an anchor (a
 fixed pure-Python loop timed in the same process), so runs on a loaded machine compare;
-graph nodes built per second. Then ``python -m kera_core check FILE`` as a subprocess:
-its CPU time (user + system) from ``getrusage``, start-up and exit included. Last, a
+graph nodes built per second. Then ``python -m kera_core check -j 1 FILE`` as a
+subprocess: its CPU time (user + system) from ``getrusage``, start-up and exit included;
+and ``kera check -j 1`` against ``-j N`` (``--jobs``, default: the usable processors),
+alternating, each with its wall time and its CPU time (its worker processes' included),
+best of ``--repeat`` (``--check-only``: this comparison alone). Last, a
 cold open (``--open-lines``, 5k by default): in a new process, with the modules imported,
 the first ``analyze`` of the file (what a server does on opening it: every per-process memo
 empty), with its stages, best of ``--repeat`` processes.
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.corpus import generate  # noqa: E402
 from kera_core.analysis import analyze  # noqa: E402
+from kera_core.jobs import usable_cores  # noqa: E402
 from kera_core.sema import lower_module  # noqa: E402
 from kera_core.sema.borrow import check_ownership  # noqa: E402
 from kera_core.syntax.parse import parse  # noqa: E402
@@ -45,10 +49,35 @@ def anchor() -> float:
 
 
 def child_cpu(cmd: list[str]) -> float:
+    return child_run(cmd)[1]
+
+
+def child_run(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of running ``cmd`` (the CPU of the processes it forks and
+    waits for included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
     subprocess.run(cmd, check=False, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def jobs_compare(path: str, jobs: int, repeat: int, a: float) -> None:
+    """``kera check -j 1`` against ``-j jobs`` on ``path``, alternating: best wall and CPU."""
+    cmd = [sys.executable, "-m", "kera_core", "check", path]
+    best = {1: [9e9, 9e9], jobs: [9e9, 9e9]}
+    for _ in range(repeat):
+        for j in best:
+            wall, cpu = child_run([*cmd[:-1], "-j", str(j), path])
+            best[j] = [min(best[j][0], wall), min(best[j][1], cpu)]
+    for j, (wall, cpu) in best.items():
+        print(f"kera check -j {j:<3} wall {wall * 1000:7.0f} ms {wall / a:6.1f} anchors   "
+              f"CPU {cpu * 1000:7.0f} ms {cpu / a:6.1f} anchors")  # fmt: skip
+    w1, wn = best[1][0], best[jobs][0]
+    print(
+        f"  -j {jobs}: {w1 / wn:.2f}x the wall speed of -j 1, {best[jobs][1] / best[1][1]:.2f}x its CPU"
+    )
 
 
 _COLD_OPEN = """
@@ -91,9 +120,19 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--open-lines", type=int, default=5_000, help="0: no cold open")
+    ap.add_argument("--jobs", type=int, default=usable_cores(), help="-j N compared with -j 1")
+    ap.add_argument("--check-only", action="store_true", help="only -j 1 against -j N")
     args = ap.parse_args()
     text = generate(args.lines)
     print(f"file: {text.count(chr(10))} lines, {len(text.encode()) / 1e3:.0f} kB")
+    if args.check_only:
+        a = min(anchor() for _ in range(3))
+        print(f"anchor           {a * 1000:8.0f} ms")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bench.kera")
+            Path(path).write_text(text)
+            jobs_compare(path, args.jobs, args.repeat, a)
+        return
 
     best: dict[str, float] = {}
     nodes = 0
@@ -121,11 +160,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.kera")
         Path(path).write_text(text)
-        cmd = [sys.executable, "-m", "kera_core", "check", path]
+        cmd = [sys.executable, "-m", "kera_core", "check", "-j", "1", path]
         cpu = min(child_cpu(cmd) for _ in range(args.repeat))
         tiny = min(child_cpu([*cmd[:-1], str(ROOT / "examples" / "saxpy.kera")]) for _ in range(3))
-    print(f"kera check (CPU) {cpu * 1000:8.0f} ms   {cpu / a:6.1f} anchors"
-          f"   (start-up on a small file: {tiny * 1000:.0f} ms)")  # fmt: skip
+        print(f"kera check (CPU) {cpu * 1000:8.0f} ms   {cpu / a:6.1f} anchors"
+              f"   (start-up on a small file: {tiny * 1000:.0f} ms)")  # fmt: skip
+        jobs_compare(path, args.jobs, args.repeat, a)
     if args.open_lines:
         whole, (p, lw, own) = cold_open(args.open_lines, args.repeat)
         print(f"cold open {args.open_lines} lines {whole * 1000:6.0f} ms   {whole / a:6.1f} anchors"

@@ -37,7 +37,11 @@ def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis
     A file with `use` declarations on its own is a package of one module, whose imports
     are reported (K0209): its package (:func:`kera_core.sema.package.analyze_package`)
     gives it the other files."""
-    p = parse(source)
+    return analyze_parsed(parse(source), cache)
+
+
+def analyze_parsed(p: Parse, cache: LoweringCache | None = None) -> Analysis:
+    """:func:`analyze` of a file already parsed."""
     if has_uses(p):
         from kera_core.sema.package import SourceUnit, analyze_package
 
@@ -46,6 +50,10 @@ def analyze(source: str | bytes, cache: LoweringCache | None = None) -> Analysis
         m = one.modules["main"]
         return Analysis(p, m.module, m.diagnostics)
     module = lower_module(p, cache)
-    diags = list(p.diagnostics) + module.diagnostics + check_ownership(module, p)
-    diags = reported(diags)
-    return Analysis(p, module, diags)
+    return Analysis(p, module, checked(p, module))
+
+
+def checked(p: Parse, module: Module) -> list[Diagnostic]:
+    """The diagnostics of a file without `use` declarations, from its parse and its module:
+    the syntax errors, the module's and the ownership checker's, each once, in order."""
+    return reported(list(p.diagnostics) + module.diagnostics + check_ownership(module, p))

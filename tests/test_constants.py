@@ -118,3 +118,27 @@ def test_a_literal_constant_has_the_interpreters_value(decl: str) -> None:
     assert failure is None
     got = consts.constant_value(m.env, "N")
     assert type(got) is int and got == int(want)
+
+
+def test_constant_references_are_collected_once_per_file(monkeypatch):
+    """The constants' reference graph (what each refers to, which cannot be evaluated) is
+    made once for a file, not once per constant a dimension asks the value of: 60
+    constants used as dimensions cost 60 `_references` walks, not 60 × 60."""
+    from kera_core.sema import consts
+
+    calls = []
+    real = consts._references
+    monkeypatch.setattr(consts, "_references", lambda *a: calls.append(a[1]) or real(*a))
+    n = 60
+    text = "".join(
+        f"const D{i}: i64 = {i + 1};\nstruct S{i} {{ w: f32[D{i}] }}\n"
+        f"fn f{i}(s: &S{i}) -> f32 {{ sum(&s.w) }}\n"
+        for i in range(n)
+    )
+    found = analyze(text)
+    assert not found.diagnostics, found.diagnostics
+    walks = len(calls)
+    assert n <= walks <= 3 * n, walks
+    # and a constant that refers to a bad one, used as a dimension, has no value
+    bad = "const A: i64 = B + 1;\nconst B: i64 = A;\nstruct T { w: f32[A] }\n"
+    assert {d.code for d in analyze(bad).diagnostics} >= {"K0315"}

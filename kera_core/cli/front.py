@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -40,7 +41,26 @@ def register(sub) -> None:
         help=".kera files, packages (a directory or a kera.toml), or - for stdin",
     )
     c.add_argument("--format", choices=["text", "json"], default="text")
+    c.add_argument(
+        "-j",
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="check in N processes (default: the processors this process may use; 1: in "
+        "this process only). The output is the same for every N",
+    )
     c.set_defaults(func=cmd_check, fast_exit=True)
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
 
 
 def _print_diags(diags, text: str, path: str) -> None:
@@ -99,21 +119,25 @@ def cmd_fmt(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from kera_core.analysis import analyze
+    from kera_core import jobs
     from kera_core.cli import package
     from kera_core.manifest import is_package_path
 
-    # (path, text, diagnostics) of every file: a package's files each under their path
-    checked: list[tuple[str, str, list]] = []
-    packages = []
+    # (path, text, diagnostics) of every file: a package's files each under their path; a
+    # file's diagnostics (None here) come from `jobs` once every input is read
+    checked: list[tuple[str, str, list | None]] = []
     for path in args.files:
         if path != "-" and is_package_path(path):
             pkg = package.load(path)
-            packages.append(pkg)
             checked += [(m.unit.path, m.unit.text, m.diagnostics) for m in pkg.modules.values()]
         else:
             inp = read_input(path)
-            checked.append((inp.path, inp.text, analyze(inp.text).diagnostics))
+            checked.append((inp.path, inp.text, None))
+    files = [i for i, (_, _, diags) in enumerate(checked) if diags is None]
+    n_jobs = args.jobs if args.jobs is not None else jobs.usable_cores()
+    found = jobs.check_texts([checked[i][1] for i in files], n_jobs)
+    for i, diags in zip(files, found, strict=True):
+        checked[i] = (checked[i][0], checked[i][1], diags)
     any_err = any(d.is_error for _, _, diags in checked for d in diags)
     rows = []
     if args.format == "json":

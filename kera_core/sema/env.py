@@ -208,6 +208,8 @@ class ModuleEnv:
     uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
     bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
     const_values: dict[str, object] = field(default_factory=dict)  # sema/consts.constant_value
+    # (the tables, their sizes, references, bad) of the constants, sema/consts._reference_graph
+    const_graph: tuple | None = None
     # the items `use` brought in, by local name (sema/package.py): defined in other files
     imported: dict[str, Imported] = field(default_factory=dict)
     # the imported constants, by local name (their values are inlined where used)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kera_core.cancel import Watch, check
@@ -959,6 +959,7 @@ def lower_module(
     defer: bool = False,
     imports: Imports | None = None,
     watch: Watch | None = None,
+    split: Callable[[Split], frozenset[str] | None] | None = None,
 ) -> Module:
     """Build the graph of a parsed file; never raises on bad input.
 
@@ -970,11 +971,30 @@ def lower_module(
     declarations bring in, already lowered in their own files: a call to an imported
     function names the callee's hash, exactly as a call to one of this file's does. ``watch``
     is asked between functions (kera_core/cancel.py): :class:`Abandoned` when it says stop.
+
+    ``split`` (the parallel `kera check`, kera_core/jobs.py) is called once the items and
+    signatures are collected and the call graph is known, with a :class:`Split`; what it
+    returns is the set of functions this process lowers (closed under calls: it holds every
+    function its members call), or None for all of them. A module lowered in part holds
+    only those functions, their diagnostics, and the module-level ones.
     """
     # Lowering allocates millions of small acyclic objects: the cyclic GC is paused
     # meanwhile (its full passes over a big file's trees cost ~10 %).
     with deep_recursion(quiet_gc=True):
-        return _lower_module(parse, cache, defer, imports, watch)
+        return _lower_module(parse, cache, defer, imports, watch, split)
+
+
+@dataclass(frozen=True)
+class Split:
+    """What :func:`lower_module` tells a ``split`` callback: the file's environment, its
+    functions in lowering order (callees first), the in-file functions each one calls, and
+    the diagnostics found before lowering (the items', the signatures', the constants' and
+    K0322), in the order the module's diagnostics list holds them before it is sorted."""
+
+    env: ModuleEnv
+    order: list[str]
+    callees: dict[str, list[str]]
+    diagnostics: list[Diagnostic]
 
 
 def _lower_module(
@@ -983,6 +1003,7 @@ def _lower_module(
     defer: bool,
     imports: Imports | None = None,
     watch: Watch | None = None,
+    split: Callable[[Split], frozenset[str] | None] | None = None,
 ) -> Module:
     cache = cache if cache is not None else LoweringCache()
     diags: list[Diagnostic] = []
@@ -1033,6 +1054,11 @@ def _lower_module(
         u: [c for callee in callees[unit_sig[u].generic or u] for c in instances_of(env, callee)]
         for u in units
     }
+    only = None
+    if split is not None and not given:
+        only = split(Split(env, order, callees, list(diags)))
+    if only is not None:  # this process lowers its share only (callees included)
+        units = [u for u in units if (unit_sig[u].generic or u) in only]
 
     def text_digest(green, start: int) -> bytes:
         return _text_digest(green, source.utf8, start)
@@ -1042,7 +1068,7 @@ def _lower_module(
         n: cache.key(
             sig.ast.syntax.green, key_digest, deps.key_parts(source.mentions(sig.ast.syntax, cache))
         )
-        for n, sig in ((n, env.fns[n]) for n in local)
+        for n, sig in ((n, env.fns[n]) for n in local if only is None or n in only)
     }
 
     def texts_of(name: str) -> bytes:
@@ -1153,7 +1179,7 @@ def _lower_module(
             done[name] = lf.function
     functions = {n: lowered[n] for n in order if n in lowered}
     for n in order:
-        if env.fns[n].is_generic:
+        if env.fns[n].is_generic and (only is None or n in only):
             insts = units_of[n]
             merged = _merged_diagnostics(env.fns[n], [unit_sig[u] for u in insts], per_instance)
             diags.extend(merged)
@@ -1204,7 +1230,7 @@ def _lower_module(
         module = Module(None, None, env, diags, functions, finish, instances=lowered)
     # what an edit inside one function needs to redo that function only (sema/incremental.py);
     # a file with imports is lowered whole on every edit (its cache still skips the rest)
-    if imports is None:
+    if imports is None and only is None:
         module.made_from = (
             parse.tree, callees, called_of, deps, env_keys, frozenset(deferred), decl + checked
         )  # fmt: skip

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from kera_core.stack import deep_recursion  # noqa: E402
 
-__all__ = ["check_ownership", "check_function", "check_function_guarded"]
+__all__ = ["check_each", "check_ownership", "check_function", "check_function_guarded"]
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +72,20 @@ def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnost
     failure becomes one K0901 diagnostic on the function instead of an exception, so
     an editor keeps working; the tests assert that it never happens.
     """
+    out = [d for _, diags in check_each(module, parse) for d in diags]
+    out.sort(key=sort_key)
+    return out
+
+
+def check_each(module: Module, parse: Parse | None = None) -> list[tuple[str, list[Diagnostic]]]:
+    """:func:`check_ownership`'s diagnostics per function, in ``module.functions``' order,
+    unsorted (the parallel `kera check` merges its workers' shares through this)."""
     broken = [d.span for d in parse.diagnostics if d.is_error] if parse is not None else []
-    out: list[Diagnostic] = []
+    out: list[tuple[str, list[Diagnostic]]] = []
     with deep_recursion(quiet_gc=True):  # no cyclic GC passes over the trees meanwhile
         for name, lf in module.functions.items():
             span = lf.sig.span
             if broken and any(span.start <= s.start < span.end or span.covers(s) for s in broken):
                 continue
-            out += check_function_guarded(module, name)
-    out.sort(key=sort_key)
+            out.append((name, check_function_guarded(module, name)))
     return out
