@@ -132,8 +132,6 @@ def _cycles(env: ModuleEnv, refs: dict[str, list[str]], diags: list[Diagnostic])
 
 def check_constants(env: ModuleEnv) -> list[Diagnostic]:
     """Check every constant once; record the failed ones in ``env.bad_consts``."""
-    from kera_core.sema.lower import FnLowering
-
     diags: list[Diagnostic] = []
     refs: dict[str, list[str]] = {}
     bad = env.bad_consts
@@ -147,23 +145,54 @@ def check_constants(env: ModuleEnv) -> list[Diagnostic]:
     for name, c in env.consts.items():
         if name in bad or c.value is None or c.type is None:
             continue
-        sig = FnSig(
-            name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None
-        )  # type: ignore[arg-type]
-        lw = FnLowering(env, sig, {})
-        lw.frame = Frame(None, [])
-        v = lw.expr(c.value, c.type)
-        if not v.is_err:
-            lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
-        mine = [d for d in lw.diags if c.span.covers(d.span)]
-        if not v.is_err and not any(d.is_error for d in lw.diags) and v.value is not None:
-            failed = _evaluation_error(lw, v.value, name, c.value.span)
-            if failed is not None:
-                mine.append(failed)
-        diags += mine
-        if v.is_err or any(d.is_error for d in mine):
-            bad.add(name)
+        diags += _lowered_and_evaluated(env, name, bad)
     return diags
+
+
+def check_one_constant(env: ModuleEnv, name: str) -> list[Diagnostic] | None:
+    """:func:`check_constants`' diagnostics of constant ``name`` alone, its failure
+    recorded in ``env.bad_consts`` — what the whole check gives it when no other constant
+    names it and none it uses failed (then no other constant's check reads it, and it reads
+    only constants that lower: the order of the checks does not matter); None when one it
+    uses failed (the whole check decides it)."""
+    diags: list[Diagnostic] = []
+    c = env.consts[name]
+    env.bad_consts.discard(name)
+    refs = _references(env, name, diags)
+    if refs is None or c.type is None:
+        env.bad_consts.add(name)
+        return diags
+    if any(r in env.bad_consts for r in refs):
+        return None
+    if _cycles(env, {name: refs}, diags):  # (it names itself)
+        env.bad_consts.add(name)
+        return diags
+    if c.value is not None:
+        diags += _lowered_and_evaluated(env, name, env.bad_consts)
+    return diags
+
+
+def _lowered_and_evaluated(env: ModuleEnv, name: str, bad: set[str]) -> list[Diagnostic]:
+    """Constant ``name``'s value lowered, checked against its type and evaluated: its
+    diagnostics; ``bad`` gets it when one is an error."""
+    from kera_core.sema.lower import FnLowering
+
+    c = env.consts[name]
+    assert c.value is not None and c.type is not None
+    sig = FnSig(name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None)  # type: ignore[arg-type]
+    lw = FnLowering(env, sig, {})
+    lw.frame = Frame(None, [])
+    v = lw.expr(c.value, c.type)
+    if not v.is_err:
+        lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
+    mine = [d for d in lw.diags if c.span.covers(d.span)]
+    if not v.is_err and not any(d.is_error for d in lw.diags) and v.value is not None:
+        failed = _evaluation_error(lw, v.value, name, c.value.span)
+        if failed is not None:
+            mine.append(failed)
+    if v.is_err or any(d.is_error for d in mine):
+        bad.add(name)
+    return mine
 
 
 _CHECKED = frozenset({"div", "rem", "cast"})  # the scalar operations with checked errors

@@ -16,7 +16,8 @@ What each item contributes (:meth:`Deps.item`):
 * a function: its signature type's hash, its dimension and parameter names, `pub`, its
   type parameters (a call reads all of them; positions are not keys: a diagnostic that
   points into the callee makes the caller's lowering not relocatable, see
-  ``LoweredFn.relocatable``);
+  ``LoweredFn.relocatable``, and it is reused only where the callee's header has the same
+  text, its spans moved with it: sema/module.py ``_reusable``);
 * a struct: its type's hash (the fields and their types, nested structs included);
 * a constant: its value's text, its type's hash and whether its check failed
   (``env.bad_consts``), and the same of every constant and struct its value and type name,
@@ -103,7 +104,7 @@ class Deps:
     functions' signatures and the constants' check, which a lowering reads (:meth:`key`).
     """
 
-    __slots__ = ("type_names", "type_items", "names", "fn_items", "items")
+    __slots__ = ("type_names", "type_items", "names", "fn_items", "items", "own", "mentioned")
 
     def __init__(self, env: ModuleEnv, const_mentions: dict[str, frozenset[str]]) -> None:
         w = Writer()
@@ -124,6 +125,8 @@ class Deps:
             t = ic.const.type
             own[name] = own.get(name, b"") + b"i" + ic.digest + (t.hash if t is not None else b"")
         self.type_items = {n: self._closure(n, own, const_mentions) for n in own}
+        self.own = own  # each struct's and constant's own digest (not what it names)
+        self.mentioned = const_mentions  # the names each one's text holds
         self.names = b""
         self.fn_items: dict[str, bytes] = {}
         self.items: dict[str, bytes] = {}
@@ -180,10 +183,48 @@ class Deps:
         self.fn_items = fn_items
         self.items = items
 
+    def with_declarations(self, env: ModuleEnv, mentioned: dict) -> Deps:
+        """These digests after the structs and constants ``mentioned`` changed (``env``: the
+        new declarations, the constants' check included; ``mentioned``: the names each one's
+        text holds now), when every other struct or constant that names one of them is among
+        them — so no other item's digest changes."""
+        out = Deps.__new__(Deps)
+        out.type_names, out.names, out.fn_items = self.type_names, self.names, self.fn_items
+        own = dict(self.own)
+        for name in mentioned:  # (as __init__ makes them: a struct may share a constant's name)
+            part = b""
+            if name in env.structs:
+                part = b"s" + env.structs[name].hash
+            c = env.consts.get(name)
+            if c is not None:
+                w = Writer()
+                w.str(str(c.value.syntax) if c.value is not None else "")
+                w.raw(c.type.hash if c.type is not None else b"")
+                part += b"c" + digest("fn", w.getvalue())
+            ic = env.imported_consts.get(name)
+            if ic is not None:
+                t = ic.const.type
+                part += b"i" + ic.digest + (t.hash if t is not None else b"")
+            own[name] = part
+        out.own = own
+        out.mentioned = {**self.mentioned, **mentioned}
+        type_items = dict(self.type_items)
+        items = dict(self.items)
+        for name in mentioned:
+            d = type_items[name] = self._closure(name, own, out.mentioned)
+            if name in env.bad_consts:
+                d = b"!" + d
+            if name in self.fn_items:
+                d += self.fn_items[name]
+            items[name] = d
+        out.type_items, out.items = type_items, items
+        return out
+
     def with_item(self, name: str, digest_: bytes) -> Deps:
         """These digests with one function's replaced (its signature changed)."""
         out = Deps.__new__(Deps)
         out.type_names, out.type_items, out.names = self.type_names, self.type_items, self.names
+        out.own, out.mentioned = self.own, self.mentioned
         out.fn_items = {**self.fn_items, name: digest_}
         own = self.items[name][: -len(digest_)] if name in self.type_items else b""
         out.items = {**self.items, name: own + digest_}

@@ -15,20 +15,30 @@ those of the functions that depend on it, replaced; nothing is done per other fu
   does not rebase every later function.
 * **Module aggregates are patched.** The diagnostics are the old ones without the changed
   function's (its signature's and lowering's), the rest moved by the edit's length when they
-  lie after it, plus the new ones; a diagnostic of another item reaching into the changed
-  function sends the edit down the full path. A lowering whose diagnostics point into
-  other items (``LoweredFn.relocatable`` false: a call's mismatch names the callee's
-  parameter) moves with its item while it and what it points to lie on one side of the
-  edit, and is moved span by span when the edit falls between them.
+  lie after it, plus the new ones. A diagnostic of another item reaching into the changed
+  one (a later definition's K0202 names the first's name, a caller's mismatch names the
+  callee's parameter) stays when it lies before the text that changed in the item, moves
+  with the edit when it lies after it (:func:`_changed_range`: the green trees walked down
+  to the one child that differs), and sends the edit down the full path only when it
+  reaches into that text. A lowering whose diagnostics point into other items
+  (``LoweredFn.relocatable`` false) moves with its item while it and what it points to lie
+  on one side of the edit, and is moved span by span when the edit falls between them.
+* **Between items.** An edit in a comment or blank between items makes nothing again:
+  every entry and diagnostic after it moves.
 * **Dependants only.** The function is lowered as ``lower_module(defer=True)`` would. What
   another function reads of it is its signature (``Deps.item``, sema/deps.py): when that is
   the same (a body edit), its callers are lowered again only when it starts or stops
   lowering at all (their shape records which callees lowered), callees first; when it
   changed, the functions whose text names it (``State.named_in``) are lowered again too,
-  with their new per-function keys. A struct or constant edit collects the declarations
-  again (few; the structs stay when a constant changed, the constants and their check
-  when no constant names a changed struct), and the functions that name a changed struct
-  or constant (through constants, transitively) get their signature made again — when it
+  with their new per-function keys. A constant or struct that no other struct or
+  constant names is made again alone: a constant whose type text is the same gets its
+  entry and its check again (``consts.check_one_constant``: unless it reads a constant
+  that failed), a struct that names the same structs as before is collected alone (its
+  type, field spans, uses, diagnostics), and only its digest changes
+  (``Deps.with_declaration``). Otherwise the declarations are collected again (the
+  structs stay when a constant no struct names changed, the constants and their check when
+  no constant names a changed struct). Then the functions that name a changed struct or
+  constant (through constants, transitively) get their signature made again — when it
   changes, what names them follows — and are lowered again.
 * **A long body, statement by statement.** A function of many statements is lowered from
   its body's trace (sema/body_reuse.py): the statements the edit changed and those after
@@ -40,14 +50,19 @@ those of the functions that depend on it, replaced; nothing is done per other fu
 
 A generic function's body edit lowers each of its instances again and merges their
 diagnostics; an edit inside a member of a recursive component (lowered and hashed with its
-component, docs/graph.md "Recursion") takes the full path; a later definition of a name (not lowered) only moves its K0202. Anything
-else — an item added, removed or renamed, a function leaving or joining ``env.fns`` (its
-signature no longer resolves), a struct that stops resolving, a generic function's
-signature changed or a generic function among the dependants, a member of a recursive
-component among them, the call list changed, another item's diagnostic pointing into the edited one
-— returns None and the caller runs the full ``lower_module`` (which, with per-function
-keys, still lowers only what depends on the change). The items are told apart by green-node identity (after a full
-reparse, which makes new nodes, by structural equality). The result is equal to a
+component, docs/graph.md "Recursion") lowers the component again as one unit
+(:func:`_component_again`, keyed and hashed as ``lower_module`` does), then the functions
+outside it that name the member; a later definition of a name (not lowered) only moves its
+K0202. Anything else — an item added, removed or renamed, a function leaving or joining
+``env.fns`` (its signature no longer resolves), a struct that stops resolving, a generic
+function's signature changed or a generic function among the dependants, a member of
+another recursive component among them, a component calling a function whose graph is
+not final yet, the call list changed, another item's diagnostic reaching into the text
+that changed — returns None and the caller runs the full ``lower_module`` (which, with
+per-function keys, still lowers only what depends on the change, and reuses a lowering
+whose diagnostics point into other functions' headers where those headers' text is the
+same: sema/module.py ``_reusable``). The items are told apart by green-node identity
+(after a full reparse, which makes new nodes, by structural equality). The result is equal to a
 cold analysis; that is what ``tests/test_incremental_equals_cold.py`` checks, edit by edit.
 
 :func:`sig_at` and :func:`sigs_between` answer "which function is here" from the item
@@ -56,7 +71,6 @@ table, so that a query after an edit does not make every function's entry.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -65,13 +79,15 @@ from itertools import accumulate
 from operator import attrgetter, is_
 
 from kera_core.diagnostics import Diagnostic, sort_key
-from kera_core.diagnostics.diagnostic import Edit, Fix, Related
+from kera_core.ir.encoding import digest
 from kera_core.ir.provenance import FnProvenance
 from kera_core.sema.body_reuse import PendingGraph, resume
+from kera_core.sema.consts import check_one_constant
 from kera_core.sema.deps import Deps, key_digest, mentions, text_of
 from kera_core.sema.env import ConstDef, FnSig, ModuleEnv, Use
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.module import (
+    PRIMS,
     LoweringCache,
     Module,
     _cache_key,
@@ -82,7 +98,9 @@ from kera_core.sema.module import (
     _defined_twice,
     _fn_signature,
     _instances,
+    _lower_component,
     _lower_guarded,
+    _mapped,
     _merged_diagnostics,
     _name_of,
     _rebased,
@@ -97,6 +115,8 @@ from kera_core.sema.module import (
     _type_deps,
     _utf8,
     _with_type_args,
+    anchored,
+    component_key,
     lower_module,
 )
 from kera_core.source import Span
@@ -409,17 +429,32 @@ class Touched(Exception):
 
 class _Cut:
     """The edit as the rest of the file sees it: the changed item's old range [start, end)
-    became ``delta`` bytes longer. A span before it stays, one after it moves."""
+    became ``delta`` bytes longer. A span before it stays, one after it moves; one inside
+    it (another function's diagnostic names the changed function, a callee's parameter)
+    stays when it lies before the text that changed in the item, moves when it lies after,
+    and is :class:`Touched` when it reaches into that text (:func:`_changed_range`, found
+    when first needed)."""
 
-    __slots__ = ("start", "end", "delta")
+    __slots__ = ("start", "end", "delta", "old", "new", "_inner")
 
-    def __init__(self, start: int, end: int, delta: int) -> None:
+    def __init__(self, start: int, end: int, delta: int, old=None, new=None) -> None:
         self.start, self.end, self.delta = start, end, delta
+        self.old, self.new = old, new  # the changed item's green nodes, when known
+        self._inner: tuple[int, int] | None = None
 
     def span(self, s: Span) -> Span:
         if s.end <= self.start:
             return s
         if s.start >= self.end:
+            return s.shifted(self.delta) if self.delta else s
+        if self.old is None:
+            raise Touched
+        if self._inner is None:
+            self._inner = _changed_range(self.old, self.new, self.start)
+        lo, hi = self._inner
+        if s.end <= lo:
+            return s
+        if s.start >= hi:
             return s.shifted(self.delta) if self.delta else s
         raise Touched
 
@@ -431,24 +466,36 @@ class _Cut:
             return d
         if all(s.start >= self.end for s in spans):
             return d.shifted(self.delta) if self.delta else d
-        span = self.span(d.span)
-        related = tuple(
-            r if (sp := self.span(r.span)) is r.span else Related(sp, r.message) for r in d.related
-        )
-        fix = d.fix
-        if fix is not None:
-            edits = tuple(
-                e if (sp := self.span(e.span)) is e.span else Edit(sp, e.new_text)
-                for e in fix.edits
-            )
-            if any(a is not b for a, b in zip(edits, fix.edits, strict=True)):
-                fix = Fix(fix.title, edits)
-        if span is d.span and fix is d.fix and all(map(is_, related, d.related)):
-            return d
-        return dataclasses.replace(d, span=span, related=related, fix=fix)
+        return _mapped(d, self.span)
 
     def diagnostics(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         return [self.diagnostic(d) for d in diags]
+
+
+def _changed_range(old, new, start: int) -> tuple[int, int]:
+    """The range of ``old`` (a green node at ``start``) outside which ``new`` has the same
+    text: the green trees are walked down while one child differs (by identity, else
+    structurally) between children that are the same."""
+    lo, hi = start, start + old.text_len
+    if old.is_token or new.is_token:
+        return lo, hi
+    a, b = old, new
+    while True:
+        ca, cb = a.children, b.children
+        n = min(len(ca), len(cb))
+        p = 0
+        while p < n and (ca[p] is cb[p] or ca[p] == cb[p]):
+            lo += ca[p].text_len
+            p += 1
+        q = 0
+        while q < n - p and (ca[-1 - q] is cb[-1 - q] or ca[-1 - q] == cb[-1 - q]):
+            hi -= ca[-1 - q].text_len
+            q += 1
+        if len(ca) - p - q != 1 or len(cb) - p - q != 1:
+            return lo, hi
+        a, b = ca[p], cb[p]
+        if a.is_token or b.is_token or a.kind != b.kind:
+            return lo, hi
 
 
 def without(diags: list[Diagnostic], gone: list[Diagnostic]) -> list[Diagnostic] | None:
@@ -506,15 +553,19 @@ def _relower(prev: Module, parse: Parse, cache: LoweringCache) -> tuple[Module, 
             return None
         i = diff[0]
     og, ng = old[i], new[i]
-    if og.is_token or ng.is_token or og.kind != ng.kind or og.kind not in _ITEM_KINDS:
+    if og.is_token and ng.is_token and og.kind in _BETWEEN and ng.kind in _BETWEEN:
+        redo_ = _redo_between  # a comment or blank between items: everything after it moves
+    elif og.is_token or ng.is_token or og.kind != ng.kind or og.kind not in _ITEM_KINDS:
         return None
+    else:
+        redo_ = _redo_fn if og.kind == K.FN else _redo_decl
     start = st.offsets[i]
-    cut = _Cut(start, start + og.text_len, ng.text_len - og.text_len)
+    cut = _Cut(start, start + og.text_len, ng.text_len - og.text_len, og, ng)
     offsets = st.offsets
     if cut.delta:  # the children after the edited one moved (list work in C)
         offsets = [*offsets[: i + 1], *map(cut.delta.__add__, offsets[i + 1 :])]
     layout = Layout(root, offsets)
-    redo = (_redo_fn if og.kind == K.FN else _redo_decl)(prev, st, cache, i, layout)
+    redo = redo_(prev, st, cache, i, layout)
     if redo is None:
         return None
     return _patched(prev, st, parse, cache, i, layout, cut, redo)
@@ -571,21 +622,13 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
             return None
     elif named[0] != name:
         return None
-    if name in prev.recursive:  # its component is lowered and hashed as one unit
+    comp = None if duplicate else prev.components.get(name)
+    if name in prev.recursive and comp is None:  # (a component across files: the package's)
         return None
 
     env = prev.env
     fns_base = dict(st.fns)
-    new_env = ModuleEnv(
-        structs=env.structs,
-        struct_spans=Placed(st.struct_spans, _span_at(layout)),  # type: ignore[arg-type]
-        field_spans=Placed(st.field_spans, _span_at(layout)),  # type: ignore[arg-type]
-        consts=Placed(st.consts, _const_at(layout)),  # type: ignore[arg-type]
-        fns=Placed(fns_base, _sig_at(layout)),  # type: ignore[arg-type]
-        instances=Placed(st.instances, _sig_at(layout)),  # type: ignore[arg-type]
-        uses=PlacedUses(st.uses, layout),  # type: ignore[arg-type]
-        bad_consts=env.bad_consts,
-    )
+    new_env = _placed_env(env, st, layout, fns_base)
     if duplicate:  # its K0202 moves with it; nothing else is made of it
         env_keys, deps, named_in = st.env_keys, st.deps, st.named_in
         functions_base, lowered_base = dict(st.functions), dict(st.lowered)
@@ -667,6 +710,18 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
             functions_base[name] = (i, redone[name])
         todo = [] if generic else [name, *dependants]
         tables = (functions_base, lowered_base, redone, units)
+        if comp is not None:  # its component, lowered and hashed as one unit; then the
+            # functions outside it that name it, and the callers of a member that started or
+            # stopped lowering
+            if not _component_again(
+                comp, {name: sig}, st, layout, new_env, env_keys, tables, stale, cache
+            ):
+                return None
+            todo = [u for u in dependants if u not in comp]
+            for m in comp:
+                if redone[m].lowers != prev.functions[m].lowers:
+                    todo += [c for c in st.callers.get(m, ()) if c not in comp]
+            todo = list(dict.fromkeys(todo))
         if not _lower_again(
             todo, {name: sig}, prev, st, layout, new_env, env_keys, tables, stale, cache
         ):
@@ -686,6 +741,38 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
     )  # fmt: skip
 
 
+def _placed_env(env: ModuleEnv, st: State, layout: Layout, fns_base: dict) -> ModuleEnv:
+    """``env`` with its per-item entries (``st``'s, the functions' ``fns_base``) made where
+    their items are in ``layout`` when read."""
+    return ModuleEnv(
+        structs=env.structs,
+        struct_spans=Placed(st.struct_spans, _span_at(layout)),  # type: ignore[arg-type]
+        field_spans=Placed(st.field_spans, _span_at(layout)),  # type: ignore[arg-type]
+        consts=Placed(st.consts, _const_at(layout)),  # type: ignore[arg-type]
+        fns=Placed(fns_base, _sig_at(layout)),  # type: ignore[arg-type]
+        instances=Placed(st.instances, _sig_at(layout)),  # type: ignore[arg-type]
+        uses=PlacedUses(st.uses, layout),  # type: ignore[arg-type]
+        bad_consts=env.bad_consts,
+    )
+
+
+#: the tokens between items whose text no analysis reads (a doc comment is its item's)
+_BETWEEN = frozenset({K.WHITESPACE, K.COMMENT})
+
+
+def _redo_between(
+    prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout
+) -> _Redo | None:
+    """A comment or blank between items changed: nothing is made again; every entry after
+    it moves (when read), as every diagnostic does."""
+    fns_base = dict(st.fns)
+    return _Redo(
+        _placed_env(prev.env, st, layout, fns_base), fns_base, st.deps, st.env_keys,
+        st.named_in, [], [], {}, {}, {}, dict(st.functions), dict(st.lowered), set(st.stale),
+        (st.struct_spans, st.field_spans, st.uses, st.consts),
+    )  # fmt: skip
+
+
 _DECL_KINDS = {K.STRUCT: ast.Struct, K.CONST: ast.Const}
 
 
@@ -700,97 +787,39 @@ def _redo_decl(
         st.decls = [
             j for j, c in enumerate(st.children) if not c.is_token and c.kind in _DECL_KINDS
         ]
-    decls = st.decls
     old_layout = Layout(st.root, st.offsets)
-    news_ = [_DECL_KINDS[layout.children[j].kind](layout.node(j)) for j in decls]
     was = _DECL_KINDS[st.children[i].kind](old_layout.node(i)).name
-    now = news_[decls.index(i)].name
+    now = _DECL_KINDS[layout.children[i].kind](layout.node(i)).name
     if was is None or now is None or was.text != now.text:
         return None
-
-    # the declarations again (check_constants reads the functions' names only); after a
-    # constant's edit the structs stay: their entries, uses and diagnostics (which come
-    # before the constants' in env.uses and in the declarations' diagnostics)
     env = prev.env
-    after_env = ModuleEnv(fns=env.fns)  # type: ignore[arg-type]
-    gone = list(st.decl_diags)
-    added: list[Diagnostic] = []
-    offs = layout.offsets
-
-    def at(span: Span) -> tuple[int, tuple[int, Span]]:
-        j = bisect_right(offs, span.start) - 1
-        return j, (offs[j], span)
-
-    kinds = st.children
     og, start = st.children[i], st.offsets[i]
-    cut = _Cut(start, start + og.text_len, layout.children[i].text_len - og.text_len)
-
-    def kept(kind) -> tuple[list, list]:
-        """The uses and the declarations' diagnostics of the structs or of the constants
-        (``kind``), as the last version had them (in order), moved by the edit."""
-        where = [kinds[bisect_right(st.offsets, d.span.start) - 1].kind for d in st.decl_diags]
-        diags = [d for d, k in zip(st.decl_diags, where, strict=True) if k == kind]
-        return [e for e in st.uses if kinds[e[0]].kind == kind], cut.diagnostics(diags)
-
-    consts = None
-    struct_items = [d for d in news_ if isinstance(d, ast.Struct)]
-    if og.kind == K.CONST:  # the structs stay, unless one names the constant (§8)
-        if any(now.text in _mentions_of(d.syntax.green, cache) for d in struct_items):
+    ng = layout.children[i]
+    cut = _Cut(start, start + og.text_len, ng.text_len - og.text_len, og, ng)
+    one = (_one_constant if og.kind == K.CONST else _one_struct)(prev, st, cache, i, layout, cut)
+    if one is not None:  # it alone: the other declarations and their check stay
+        structs, struct_spans, field_spans, uses, consts, bad_consts, deps = one[:7]
+        gone, added = one[7], one[8]
+        decl_diags = cut.diagnostics(without(st.decl_diags, gone)) + added  # type: ignore[arg-type]
+    else:
+        got = _decls_again(prev, st, cache, i, layout, cut, now.text)
+        if got is None:
             return None
-        after_env.structs = env.structs
-        struct_spans, field_spans = st.struct_spans, st.field_spans
-        uses, struct_diags = kept(K.STRUCT)
-        added += struct_diags
-        _collect_consts(after_env, added, news_, primitive=True)  # type: ignore[arg-type]
-        _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
-        uses += [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
-    else:
-        # the constants of primitive type first: a struct's tensor field may use one (§8)
-        prim_diags: list[Diagnostic] = []
-        _collect_consts(after_env, prim_diags, news_, primitive=True)  # type: ignore[arg-type]
-        _collect_structs(None, after_env, added, news_)  # type: ignore[arg-type]
-        struct_spans = {n: at(sp) for n, sp in after_env.struct_spans.items()}
-        field_spans = {n: at(sp) for n, sp in after_env.field_spans.items()}
-        uses = [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
-        changed_structs = {
-            n
-            for n in after_env.structs.keys() | env.structs.keys()
-            if (n in after_env.structs) != (n in env.structs)
-            or after_env.structs[n].hash != env.structs[n].hash
-        }
-        const_items = [c for c in news_ if isinstance(c, ast.Const)]
-        if any(_mentions_of(c.syntax.green, cache) & changed_structs for c in const_items):
-            added += prim_diags
-            _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
-            uses += [(j, s, u) for u in after_env.uses[len(uses) :] for j, (s, _) in [at(u.span)]]
-        else:  # no constant names a changed struct: the constants and their check stay
-            after_env.consts = env.consts
-            after_env.bad_consts = env.bad_consts
-            consts = st.consts
-            const_uses, const_diags = kept(K.CONST)
-            uses += const_uses
-    deps = _type_deps(after_env, news_, cache, _ITEM_TEXT)  # type: ignore[arg-type]
-    if deps.type_names != st.deps.type_names:
-        return None  # a struct or constant appeared or went: the names every function sees
-    if consts is None:
-        added += _checked_constants(after_env, news_, cache, deps)  # type: ignore[arg-type]
-        consts = {n: (at(c.span)[0], c) for n, c in after_env.consts.items()}
-    else:
-        added += const_diags
-    decl_diags = list(added)
-    deps.adopt_functions(st.deps, after_env.bad_consts)
+        structs, struct_spans, field_spans, uses, consts, bad_consts, deps = got[:7]
+        gone, added = list(st.decl_diags), got[7]
+        decl_diags = list(added)
 
     # the new environment's declarations, item-relative
     fns_base = dict(st.fns)
     new_env = ModuleEnv(
-        structs=after_env.structs,
+        structs=structs,
         struct_spans=Placed(struct_spans, _span_at(layout)),  # type: ignore[arg-type]
         field_spans=Placed(field_spans, _span_at(layout)),  # type: ignore[arg-type]
         consts=Placed(consts, _const_at(layout)),  # type: ignore[arg-type]
         fns=Placed(fns_base, _sig_at(layout)),  # type: ignore[arg-type]
         instances=Placed(st.instances, _sig_at(layout)),  # type: ignore[arg-type]
         uses=PlacedUses(uses, layout),  # type: ignore[arg-type]
-        bad_consts=after_env.bad_consts,
+        bad_consts=bad_consts,
     )
 
     # the functions that name a changed item: their signatures, then their lowerings
@@ -839,6 +868,302 @@ def _redo_decl(
         new_env, fns_base, deps, env_keys, st.named_in, gone, added, redone, units, olds,
         functions_base, lowered_base, stale, (struct_spans, field_spans, uses, consts),
         decl_diags,
+    )  # fmt: skip
+
+
+def _one_constant(
+    prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout, cut: _Cut
+) -> tuple | None:
+    """A constant's edit that leaves its name and type as they were, when no struct and no
+    other constant names it: its entry is made again and checked alone
+    (``consts.check_one_constant``); the other declarations, their uses and diagnostics
+    stay. What :func:`_decls_again` gives, then the constant's old diagnostics and its new
+    ones; None when that does not hold."""
+    new_c = ast.Const(layout.node(i))
+    name = new_c.name.text  # type: ignore[union-attr]
+    entry = st.consts.get(name)
+    env = prev.env
+    if entry is None or entry[0] != i or entry[1].type is None or name in env.structs:
+        return None  # a later definition of the name, a type that failed, a shared name
+    old_c = ast.Const(Layout(st.root, st.offsets).node(i))
+    ot, nt = old_c.type, new_c.type
+    if ot is None or nt is None or ot.syntax.green != nt.syntax.green:
+        return None
+    children = layout.children
+    # the structs that name it, and those that name them (transitively): collected again
+    # after it (when it has a primitive type, as the structs see it), if no constant names
+    # one of them
+    named = {name}
+    found = True
+    sized: list[int] = []
+    while found:
+        found = False
+        for j in st.decls or ():
+            if j == i or j in sized or not named & _mentions_of(children[j], cache):
+                continue
+            if children[j].kind != K.STRUCT:
+                return None  # another constant reads it (or a struct that names it)
+            sized.append(j)
+            named.add(ast.Struct(layout.node(j)).name.text)  # type: ignore[union-attr]
+            found = True
+    if sized and (
+        not isinstance(nt, ast.NamedType) or nt.name is None or nt.name.text not in PRIMS
+    ):
+        return None
+    if named & _mentions_of(children[i], cache) - {name}:
+        return None  # it names a struct it sizes
+    # its check's old diagnostics: those inside it but its type's (made when collected)
+    lo, hi = cut.start, cut.end
+    t = ot.span
+    gone = [
+        d
+        for d in st.decl_diags
+        if lo <= d.span.start
+        and d.span.end <= hi
+        and not (t.start <= d.span.start and d.span.end <= t.end)
+    ]
+    c = entry[1]
+    consts = dict(st.consts)
+    consts[name] = (i, ConstDef(name, c.type, new_c.value, new_c.span, new_c.name.span))  # type: ignore[union-attr]
+    new_env = _placed_env(env, st, layout, dict(st.fns))
+    new_env.consts = Placed(consts, _const_at(layout))  # type: ignore[assignment]
+    new_env.bad_consts = set(env.bad_consts)
+    added = check_one_constant(new_env, name)
+    if added is None:
+        return None
+    structs, struct_spans, field_spans, uses = env.structs, st.struct_spans, st.field_spans, st.uses
+    if sized:
+        again = _structs_again(prev, st, layout, sorted(sized), consts)
+        if again is None:
+            return None
+        structs, struct_spans, field_spans, uses, gone_s, added_s = again
+        gone += gone_s
+        added += added_s
+        new_env.structs = structs
+    changed = {
+        (name if j == i else ast.Struct(layout.node(j)).name.text): _mentions_of(children[j], cache)  # type: ignore[union-attr]
+        for j in [i, *sized]
+    }
+    deps = st.deps.with_declarations(new_env, changed)
+    return (
+        structs, struct_spans, field_spans, uses, consts, new_env.bad_consts, deps, gone,
+        added,
+    )  # fmt: skip
+
+
+def _one_struct(
+    prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout, cut: _Cut
+) -> tuple | None:
+    """A struct's edit under the same name, when no other struct and no constant names it
+    and it resolves before and after, naming the same structs: it alone is collected again
+    (:func:`_structs_again`); the other declarations stay. What :func:`_decls_again`
+    gives, then the struct's old diagnostics and its new ones; None when that does not
+    hold."""
+    name = ast.Struct(layout.node(i)).name.text  # type: ignore[union-attr]
+    env = prev.env
+    if name in env.consts:
+        return None  # a shared name
+    children = layout.children
+    for j in st.decls or ():
+        if j != i and name in _mentions_of(children[j], cache):
+            return None  # another declaration reads it
+    names = env.structs.keys()
+    if _mentions_of(children[i], cache) & names != _mentions_of(st.children[i], cache) & names:
+        return None  # it names other structs now: the order they are resolved in changes
+    again = _structs_again(prev, st, layout, [i], st.consts)
+    if again is None:
+        return None
+    structs, struct_spans, field_spans, uses, gone, added = again
+    new_env = _placed_env(env, st, layout, dict(st.fns))
+    new_env.structs = structs
+    deps = st.deps.with_declarations(new_env, {name: _mentions_of(children[i], cache)})
+    return (
+        structs, struct_spans, field_spans, uses, st.consts, env.bad_consts, deps, gone, added
+    )  # fmt: skip
+
+
+class _PrimConsts(Mapping):
+    """The constants of primitive type of an item-relative constants table, in its order:
+    what the structs' declarations see (§8: they are collected before the other ones)."""
+
+    __slots__ = ("table", "layout", "_prim", "_len")
+
+    def __init__(self, table: dict, layout: Layout) -> None:
+        self.table = Placed(table, _const_at(layout))
+        self.layout = layout
+        self._prim: dict[str, bool] = {}
+        self._len: int | None = None
+
+    def _is_prim(self, name: str) -> bool:
+        p = self._prim.get(name)
+        if p is None:
+            t = ast.Const(self.layout.node(self.table.base[name][0])).type
+            p = isinstance(t, ast.NamedType) and t.name is not None and t.name.text in PRIMS
+            self._prim[name] = p
+        return p
+
+    def __getitem__(self, name):
+        if name in self.table and self._is_prim(name):
+            return self.table[name]
+        raise KeyError(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self.table and self._is_prim(name)
+
+    def __iter__(self):
+        return (n for n in self.table if self._is_prim(n))
+
+    def __len__(self) -> int:  # (asked per constant read: consts._reference_graph)
+        if self._len is None:
+            self._len = sum(1 for _ in self)
+        return self._len
+
+
+def _structs_again(
+    prev: Module, st: State, layout: Layout, idx: list[int], consts: dict
+) -> tuple | None:
+    """The structs at children ``idx`` (in file order; none of them a later definition of
+    its name, each one that resolved) collected again, the others as they were, against the
+    constants ``consts`` (item-relative) of primitive type, as the declarations are collected
+    (the structs after those constants): (structs, struct spans, field spans and uses —
+    item-relative — their old diagnostics, their new ones). None when one of them no longer
+    resolves (the names every function sees change) or its uses cannot be placed among the
+    others' (each struct's are one run in the order they are resolved, which the structs'
+    unchanged names keep)."""
+    env = prev.env
+    olds = [ast.Struct(Layout(st.root, st.offsets).node(j)) for j in idx]
+    items = [ast.Struct(layout.node(j)) for j in idx]
+    names = []
+    for j, s_ in zip(idx, items, strict=True):
+        name = s_.name.text if s_.name is not None else None
+        entry = st.struct_spans.get(name) if name is not None else None
+        if entry is None or entry[0] != j or name not in env.structs:
+            return None
+        names.append(name)
+    one = ModuleEnv(fns=env.fns)  # type: ignore[arg-type]
+    one.consts = _PrimConsts(consts, layout)  # type: ignore[assignment]
+    one.structs = {n: t for n, t in env.structs.items() if n not in names}
+    added: list[Diagnostic] = []
+    _collect_structs(None, one, added, items)  # type: ignore[arg-type]
+    if any(n not in one.structs for n in names):
+        return None
+    offs = layout.offsets
+    per: dict[int, list] = {j: [] for j in idx}
+    for u in one.uses:
+        per[bisect_right(offs, u.span.start) - 1].append(u)
+    uses = st.uses
+    for j in idx:
+        block = [k for k, e in enumerate(uses) if e[0] == j]
+        if block and block != list(range(block[0], block[-1] + 1)):
+            return None
+        if not block:
+            if per[j]:
+                return None
+            continue
+        uses = [*uses[: block[0]], *[(j, offs[j], u) for u in per[j]], *uses[block[-1] + 1 :]]
+    struct_spans = dict(st.struct_spans)
+    field_spans = {k: v for k, v in st.field_spans.items() if k[0] not in names}
+    for j, name in zip(idx, names, strict=True):
+        struct_spans[name] = (j, (offs[j], one.struct_spans[name]))
+    for k, sp in one.field_spans.items():
+        j = bisect_right(offs, sp.start) - 1
+        field_spans[k] = (j, (offs[j], sp))
+    structs = {**env.structs, **{n: one.structs[n] for n in names}}
+    ranges = [(s_.syntax.offset, s_.syntax.offset + s_.syntax.green.text_len) for s_ in olds]
+    gone = [
+        d
+        for d in st.decl_diags
+        if any(lo <= d.span.start and d.span.end <= hi for lo, hi in ranges)
+    ]
+    return structs, struct_spans, field_spans, uses, gone, added
+
+
+def _decls_again(
+    prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout, cut: _Cut, name: str
+) -> tuple | None:
+    """The structs' and constants' declarations collected and checked again after an edit
+    of item ``i`` (named ``name``): (structs, the item-relative struct spans, field spans,
+    uses and constants, the failed constants, the digests, the declarations' diagnostics);
+    None when an item's name appeared or went."""
+    # the declarations again (check_constants reads the functions' names only); after a
+    # constant's edit the structs stay: their entries, uses and diagnostics (which come
+    # before the constants' in env.uses and in the declarations' diagnostics)
+    env = prev.env
+    decls = st.decls
+    assert decls is not None
+    news_ = [_DECL_KINDS[layout.children[j].kind](layout.node(j)) for j in decls]
+    after_env = ModuleEnv(fns=env.fns)  # type: ignore[arg-type]
+    added: list[Diagnostic] = []
+    offs = layout.offsets
+
+    def at(span: Span) -> tuple[int, tuple[int, Span]]:
+        j = bisect_right(offs, span.start) - 1
+        return j, (offs[j], span)
+
+    kinds = st.children
+    og = st.children[i]
+
+    def kept(kind) -> tuple[list, list]:
+        """The uses and the declarations' diagnostics of the structs or of the constants
+        (``kind``), as the last version had them (in order), moved by the edit."""
+        where = [kinds[bisect_right(st.offsets, d.span.start) - 1].kind for d in st.decl_diags]
+        diags = [d for d, k in zip(st.decl_diags, where, strict=True) if k == kind]
+        return [e for e in st.uses if kinds[e[0]].kind == kind], cut.diagnostics(diags)
+
+    consts = None
+    struct_items = [d for d in news_ if isinstance(d, ast.Struct)]
+    # the structs stay after a constant's edit, unless one names the constant (§8): then
+    # they are collected again too
+    redo_structs = og.kind == K.STRUCT or any(
+        name in _mentions_of(d.syntax.green, cache) for d in struct_items
+    )
+    if not redo_structs:
+        after_env.structs = env.structs
+        struct_spans, field_spans = st.struct_spans, st.field_spans
+        uses, struct_diags = kept(K.STRUCT)
+        added += struct_diags
+        _collect_consts(after_env, added, news_, primitive=True)  # type: ignore[arg-type]
+        _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
+        uses += [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
+    else:
+        # the constants of primitive type first: a struct's tensor field may use one (§8)
+        prim_diags: list[Diagnostic] = []
+        _collect_consts(after_env, prim_diags, news_, primitive=True)  # type: ignore[arg-type]
+        _collect_structs(None, after_env, added, news_)  # type: ignore[arg-type]
+        struct_spans = {n: at(sp) for n, sp in after_env.struct_spans.items()}
+        field_spans = {n: at(sp) for n, sp in after_env.field_spans.items()}
+        uses = [(j, s, u) for u in after_env.uses for j, (s, _) in [at(u.span)]]
+        changed_structs = {
+            n
+            for n in after_env.structs.keys() | env.structs.keys()
+            if (n in after_env.structs) != (n in env.structs)
+            or after_env.structs[n].hash != env.structs[n].hash
+        }
+        const_items = [c for c in news_ if isinstance(c, ast.Const)]
+        if og.kind == K.CONST or any(
+            _mentions_of(c.syntax.green, cache) & changed_structs for c in const_items
+        ):
+            added += prim_diags
+            _collect_consts(after_env, added, news_, primitive=False)  # type: ignore[arg-type]
+            uses += [(j, s, u) for u in after_env.uses[len(uses) :] for j, (s, _) in [at(u.span)]]
+        else:  # no constant names a changed struct: the constants and their check stay
+            after_env.consts = env.consts
+            after_env.bad_consts = env.bad_consts
+            consts = st.consts
+            const_uses, const_diags = kept(K.CONST)
+            uses += const_uses
+    deps = _type_deps(after_env, news_, cache, _ITEM_TEXT)  # type: ignore[arg-type]
+    if deps.type_names != st.deps.type_names:
+        return None  # a struct or constant appeared or went: the names every function sees
+    if consts is None:
+        added += _checked_constants(after_env, news_, cache, deps)  # type: ignore[arg-type]
+        consts = {n: (at(c.span)[0], c) for n, c in after_env.consts.items()}
+    else:
+        added += const_diags
+    deps.adopt_functions(st.deps, after_env.bad_consts)
+    return (
+        after_env.structs, struct_spans, field_spans, uses, consts, after_env.bad_consts, deps,
+        added,
     )  # fmt: skip
 
 
@@ -928,13 +1253,13 @@ def _patched(
     functions = Placed(functions_base, _lowering_at(layout, new_env))
     lowered = Placed(lowered_base, _lowering_at(layout, new_env))
     module = Module(None, None, new_env, diags, functions, None, lowered)  # type: ignore[arg-type]
-    module.recursive = prev.recursive
+    module.recursive, module.components = prev.recursive, prev.components
 
     def finish():
         full = lower_module(parse, cache)
         module.functions, module.lowered, module.env = full.functions, full.lowered, full.env
         module.incremental, module.made_from = None, full.made_from  # (rebuilt when needed)
-        module.recursive = full.recursive
+        module.recursive, module.components = full.recursive, full.components
         return full.graph, full.provenance
 
     module._finish = finish
@@ -983,6 +1308,69 @@ def _lower_again(
                 if c not in st.fns or st.item_fn.get(st.fns[c][0]) != c:
                     return False
                 todo.append(c)
+    return True
+
+
+def _component_again(
+    comp: list[str],
+    sigs: dict[str, FnSig],
+    st: State,
+    layout: Layout,
+    env: ModuleEnv,
+    env_keys: dict,
+    tables: tuple[dict, dict, dict, dict],
+    stale: set[str],
+    cache: LoweringCache,
+) -> bool:
+    """A recursive component (``comp``, in the order ``lower_module`` lowers and hashes it)
+    lowered again as one unit, as ``lower_module`` does — its cache key made of its members'
+    texts and keys and the hashes of what they call outside it — into the new version's
+    tables (``sigs``: the members' new signatures, where they changed). False when a
+    function it calls outside it has no final graph yet (its hash is not known here)."""
+    functions, lowered, redone, units = tables
+    members = set(comp)
+    outside = sorted(
+        {
+            u
+            for m in comp
+            for c in st.callees[m]
+            if c not in members
+            for u in (
+                [c]
+                if c not in st.fns or not st.fns[c][1].is_generic
+                else [v for v, (_, s) in st.instances.items() if s.generic == c]
+            )
+        }
+    )  # (a generic callee: each of its instances, as ``instances_of``)
+    done: dict = {}
+    hashes = []
+    for u in outside:
+        if u in stale:
+            return False
+        entry = lowered.get(u)
+        f = entry[1].function if entry is not None else None
+        if f is not None:
+            done[u] = f
+        hashes.append(f.hash if f is not None else b"")
+
+    def text(m: str) -> bytes:
+        g = layout.children[st.fns[m][0]]
+        return cache.memo(cache.texts, g, lambda: _text_digest(g, _utf8(text_of(g)), 0))
+
+    ckey = component_key([text(m) + env_keys[m] for m in comp], hashes)
+    hit = cache.components.get(ckey)
+    if hit is not None and all(lf.relocatable for lf in hit):
+        cache.reused += len(comp)
+        lfs = [_rebased(lf, sigs.get(m) or env.fns[m]) for m, lf in zip(comp, hit, strict=True)]
+    else:
+        made = _lower_component(env, comp, done)
+        cache.lowered += len(comp)
+        cache.components[ckey] = lfs = [made[m] for m in comp]
+    for m, lf in zip(comp, lfs, strict=True):
+        lf.shape = digest("fn", b"component member" + text(m))
+        functions[m] = lowered[m] = (st.fns[m][0], lf)
+        redone[m] = units[m] = lf
+        stale.discard(m)
     return True
 
 
@@ -1042,7 +1430,7 @@ def _lower_unit(
         callee_fns = [u.function if p else None for u, p in zip(units, present, strict=True)]
         hashes = tuple(f.hash if f is not None else b"" for f in callee_fns)
         key = cache.key(green, _cache_key, text, env_digest, hashes)
-        hit = _reusable(cache.entries.get(key), sig)
+        hit = _reusable(cache.entries.get(key), sig, env)
         if hit is None:
             done = {c: f for c, f in zip(called, callee_fns, strict=True) if f is not None}
             # a long body: the statements the edit changed lowered again, the graph when read
@@ -1057,7 +1445,7 @@ def _lower_unit(
         else:
             cache.reused += 1
     else:
-        hit = _reusable(cache.shapes.get(skey), sig)
+        hit = _reusable(cache.shapes.get(skey), sig, env)
         if hit is None:
             stand_ins = {c: _StandIn(c) for c, p in zip(called, present, strict=True) if p}
             hit = _resumed(env, sig, stand_ins, keep, cache)  # type: ignore[arg-type]
@@ -1084,6 +1472,7 @@ def _resumed(
     traces, key, skey = keep
     hit = resume(env, sig, callees, traces, key, skey, lambda: _lower_guarded(env, sig, callees))
     if hit is not None:
+        hit = anchored(hit, env)
         cache.shapes[skey] = hit
         cache.resumed += 1
         _remember(cache, skey)

@@ -91,6 +91,12 @@ class LoweredFn:
     # what diagnostics, expr_types and uses depend on (set by lower_module): the text,
     # the signatures in scope and which callees lowered, not the callees' hashes
     shape: bytes = b""
+    # for a lowering whose diagnostics point into other functions' headers (a call's
+    # mismatch names the callee's parameter): each such header as it was then, (the
+    # function's name, its start, its end, its text), so that a reuse can place those spans
+    # where the headers are now (sema/module.py ``_reusable``); None when some span lies
+    # elsewhere (the lowering is not reused where it must move)
+    anchors: tuple | None = None
 
     @property
     def lowers(self) -> bool:

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kera_core.cancel import Watch, check
 from kera_core.diagnostics import Diagnostic, Related, error, sort_key, warning
+from kera_core.diagnostics.diagnostic import Edit, Fix
 from kera_core.ir.cycles import PLACEHOLDER, component_hash, member_ref
 from kera_core.ir.dims import binding_plan
 from kera_core.ir.encoding import Writer, digest
@@ -68,6 +70,7 @@ from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.syntax.parse import Parse
+from kera_core.syntax.tree import SyntaxNode
 
 
 @dataclass
@@ -165,8 +168,11 @@ class Module:
         # set by lower_module / sema.incremental: what the next edit's analysis starts from
         self.made_from: tuple | None = None
         # the functions in recursive components (lowered and hashed together: an edit in
-        # one is never redone alone, sema/incremental.py)
+        # one lowers its component again, sema/incremental.py)
         self.recursive: frozenset[str] = frozenset()
+        # each member of a recursive component of this file -> the component's members, in
+        # the order they are lowered and hashed (sema/incremental.py lowers one again)
+        self.components: dict[str, list[str]] = {}
         # name -> what a function's lowering depends on of its own text and the other
         # items (the key parts of a component's lowering, sema/package.py)
         self.unit_key = None
@@ -939,8 +945,8 @@ def _lower_guarded(
     try:
         with deep_recursion():
             if keep is not None:
-                return lower_recorded(env, sig, done, *keep)
-            return FnLowering(env, sig, done).lower()
+                return anchored(lower_recorded(env, sig, done, *keep), env)
+            return anchored(FnLowering(env, sig, done).lower(), env)
     except RecursionError:
         d = error(
             "K0108",
@@ -1143,7 +1149,7 @@ def _lower_module(
             hashes = tuple(done[c].hash if c in done else b"" for c in called)
             key = cache.key(green, _cache_key, text, env_digest, hashes)
             live.add(key)
-            lf = _reusable(cache.entries.get(key), sig)
+            lf = _reusable(cache.entries.get(key), sig, env)
         present = tuple(c in done or c in stand_ins for c in called)
         skey = cache.key(green, _shape_key, text, env_digest, present)
         live_shapes.add(skey)
@@ -1151,7 +1157,7 @@ def _lower_module(
         if lf is not None:
             cache.reused += 1
             lf = _rebased(lf, sig)
-        elif defer and (hit := _reusable(cache.shapes.get(skey), sig)) is not None:
+        elif defer and (hit := _reusable(cache.shapes.get(skey), sig, env)) is not None:
             cache.deferred += 1
             lf, final = _rebased(hit, sig), False
         elif key is None:  # a callee is deferred: lower against stand-ins, for diagnostics
@@ -1209,7 +1215,7 @@ def _lower_module(
                 env_keys[sig.generic or name],
                 [final[c].hash if c in final else b"" for c in called],
             )
-            lf = _reusable(cache.entries.get(key), sig)
+            lf = _reusable(cache.entries.get(key), sig, env)
             if lf is None:
                 lf = _lower_guarded(env, sig, final)
                 cache.entries[key] = lf
@@ -1235,6 +1241,7 @@ def _lower_module(
             parse.tree, callees, called_of, deps, env_keys, frozenset(deferred), decl + checked
         )  # fmt: skip
     module.recursive = frozenset(cyclic) | frozenset(given)
+    module.components = cyclic
     module.unit_key = lambda name: texts_of(name) + env_keys[name]
     return module
 
@@ -1364,13 +1371,124 @@ def _checked_constants(
     return out
 
 
-def _reusable(lf: LoweredFn | None, sig: FnSig) -> LoweredFn | None:
-    """A cached lowering, if it can stand for ``sig`` where it is now: one whose diagnostics
-    point into another item is not reused even where the function has not moved, since that
-    item may have (the cache key holds no positions)."""
-    if lf is None or not lf.relocatable:
+def _reusable(lf: LoweredFn | None, sig: FnSig, env: ModuleEnv) -> LoweredFn | None:
+    """A cached lowering, if it can stand for ``sig`` where it is now (``_rebased`` moves it
+    there). One whose diagnostics point into other functions (the cache key holds no
+    positions) is reused when each header they point into has the same text as when it was
+    lowered (:func:`anchored`): those spans are moved with their header, here, by how much
+    more than the function itself it moved; otherwise it is not reused."""
+    if lf is None:
         return None
+    if lf.relocatable:
+        return lf
+    anchors = lf.anchors
+    if not anchors:
+        return None
+    own = sig.span.start - lf.base  # what _rebased will shift every span by
+    moves = []
+    for name, start, end, text in anchors:
+        now = env.fns.get(name)
+        if now is None:
+            return None
+        header = fn_header(now.ast.syntax)
+        if header is None or header[2] != text:
+            return None
+        if header[0] - start != own:
+            moves.append((start, end, header[0] - start - own))
+    if not moves:
+        return lf
+    span = lf.sig.span
+
+    def place(s: Span) -> Span:
+        if span.covers(s):
+            return s
+        for start, end, by in moves:
+            if start <= s.start and s.end <= end:
+                return s.shifted(by)
+        return s
+
+    return _with_diagnostics(lf, [_mapped(d, place) for d in lf.diagnostics])
+
+
+def fn_header(node: SyntaxNode) -> tuple[int, int, str] | None:
+    """Where a function's header lies — its name to its body, the part of it another
+    function's diagnostic can name (its name, a parameter, the result type, a type
+    parameter) — and its text; None when it has no name."""
+    at = node.offset
+    start = None
+    parts = []
+    for c in node.green.children:
+        if c.kind == K.BLOCK:
+            break
+        if start is None and c.kind == K.NAME:
+            start = at
+        if start is not None:
+            parts.append(str(c))
+        at += c.text_len
+    if start is None:
+        return None
+    return start, at, "".join(parts)
+
+
+def anchored(lf: LoweredFn, env: ModuleEnv) -> LoweredFn:
+    """``lf`` with its anchors set (``LoweredFn.anchors``) when its diagnostics point into
+    other functions, each span inside the header of a function its text calls."""
+    if lf.relocatable:
+        return lf
+    span = lf.sig.span
+    names = {u.name for u in lf.uses if u.kind == "fn"}
+    headers = [
+        (n, h) for n in sorted(names) if n in env.fns for h in [fn_header(env.fns[n].ast.syntax)]
+    ]
+    used: dict[str, tuple] = {}
+    for d in lf.diagnostics:
+        spans = [d.span, *(r.span for r in d.related if r.path is None)]
+        if d.fix is not None:
+            spans += [e.span for e in d.fix.edits]
+        for s in spans:
+            if span.covers(s):
+                continue
+            for n, h in headers:
+                if h is not None and h[0] <= s.start and s.end <= h[1]:
+                    used[n] = (n, *h)
+                    break
+            else:
+                return lf  # a span outside every callee's header: not reused where it moves
+    lf.anchors = tuple(used.values())
     return lf
+
+
+def _mapped(d: Diagnostic, place) -> Diagnostic:
+    """``d`` with each of its spans (in this file) given by ``place``."""
+    span = place(d.span)
+    related = tuple(
+        r if r.path is not None or (sp := place(r.span)) is r.span else Related(sp, r.message)
+        for r in d.related
+    )
+    fix = d.fix
+    if fix is not None:
+        edits = tuple(
+            e if (sp := place(e.span)) is e.span else Edit(sp, e.new_text) for e in fix.edits
+        )
+        if any(a is not b for a, b in zip(edits, fix.edits, strict=True)):
+            fix = Fix(fix.title, edits)
+    if span is d.span and fix is d.fix and all(map(operator.is_, related, d.related)):
+        return d
+    return dataclasses.replace(d, span=span, related=related, fix=fix)
+
+
+def _with_diagnostics(lf: LoweredFn, diags: list[Diagnostic]) -> LoweredFn:
+    """``lf`` with other diagnostics (its graph, when made later, too)."""
+    if isinstance(lf, PendingGraph):
+        return lf.relocated(
+            lf.sig, diags, lf.base, lf.expr_types, lf.uses, lambda f: _with_diagnostics(f, diags)
+        )
+    out = LoweredFn(
+        lf.sig, lf.function, lf.nodes, lf.regions, lf.provenance, diags, lf.base,
+        lf.expr_types, lf.uses,
+    )  # fmt: skip
+    out.shape = lf.shape
+    return out
 
 
 def _assemble(order: list[str], lowered: dict[str, LoweredFn]) -> tuple[Graph, Provenance]:
