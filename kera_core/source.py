@@ -103,18 +103,118 @@ def _strict_utf8(text: str) -> bytes | None:
         return None
 
 
+#: How many shifted runs a :class:`Shifted` list keeps before it adds its deltas in.
+MAX_RUNS = 32
+
+
+class Shifted:
+    """A non-decreasing list of ints whose edits cost what they change, not its length.
+
+    The values are a base list (shared by every version made from it, never mutated) cut
+    into runs, each with a delta added when an element is read: ``self[i]`` is
+    ``base[i] + adds[k]`` for the run ``k`` holding ``i``. :meth:`splice` replaces a slice
+    and shifts what follows by adding a run (list work only where elements are inserted
+    or removed: a copy of pointers in C, no new integers); after :data:`MAX_RUNS` runs
+    the deltas are added in (once per that many edits on separate lines). A line index
+    after an edit is its predecessor with the lines after the edit shifted: with this, an
+    edit within a line costs a few runs' work, one that adds or removes lines a copy of
+    the pointers, instead of a new integer for every line after it.
+    """
+
+    __slots__ = ("base", "cuts", "adds", "heads")
+
+    def __init__(self, base: list[int], cuts: list[int] | None = None, adds=None) -> None:
+        self.base = base
+        self.cuts = cuts if cuts is not None else [0]  # where each run starts
+        self.adds = adds if adds is not None else [0]  # the delta of each run
+        # the first value of each run (what a search by value bisects first)
+        self.heads = (
+            [base[c] + a for c, a in zip(self.cuts, self.adds, strict=True)] if base else []
+        )
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, i: int) -> int:
+        if len(self.cuts) == 1:
+            return self.base[i] + self.adds[0]
+        if i < 0:
+            i += len(self.base)
+        return self.base[i] + self.adds[bisect_right(self.cuts, i) - 1]
+
+    def bisect_right(self, x: int) -> int:
+        """How many values are ``<= x`` (``bisect.bisect_right`` of the list)."""
+        k = bisect_right(self.heads, x) - 1
+        if k < 0:
+            return 0
+        hi = self.cuts[k + 1] if k + 1 < len(self.cuts) else len(self.base)
+        return bisect_right(self.base, x - self.adds[k], self.cuts[k], hi)
+
+    def to_list(self) -> list[int]:
+        """The values as one plain list."""
+        if len(self.cuts) == 1 and not self.adds[0]:
+            return self.base
+        out: list[int] = []
+        ends = [*self.cuts[1:], len(self.base)]
+        for c, e, a in zip(self.cuts, ends, self.adds, strict=True):
+            out += map(a.__add__, self.base[c:e]) if a else self.base[c:e]
+        return out
+
+    def splice(self, i: int, j: int, items: list[int], delta: int) -> Shifted:
+        """The list ``self[:i] + items + [v + delta for v in self[j:]]`` (``i <= j``)."""
+        base, cuts, adds = self.base, self.cuts, self.adds
+        n = len(base)
+        m = len(items)
+        new_cuts: list[int] = []
+        new_adds: list[int] = []
+
+        def run(at: int, add: int) -> None:
+            if new_cuts and new_adds[-1] == add:
+                return  # the same delta as the run before: one run
+            if new_cuts and new_cuts[-1] == at:
+                new_cuts.pop()  # the run before is empty
+                new_adds.pop()
+                if new_cuts and new_adds[-1] == add:
+                    return
+            new_cuts.append(at)
+            new_adds.append(add)
+
+        for c, a in zip(cuts, adds, strict=True):  # the runs before i, as they are
+            if c >= i:
+                break
+            run(c, a)
+        if m:
+            run(i, 0)  # the inserted values, as given
+        if j < n:
+            k = bisect_right(cuts, j) - 1  # the run holding j
+            run(i + m, adds[k] + delta)
+            for c, a in zip(cuts[k + 1 :], adds[k + 1 :], strict=True):
+                run(c - j + i + m, a + delta)
+        if not new_cuts:
+            new_cuts, new_adds = [0], [0]
+        new_base = base
+        if i != j or m:
+            new_base = base.copy()  # one copy of the pointers, then a move in C
+            new_base[i:j] = items
+        out = Shifted(new_base, new_cuts, new_adds)
+        if len(new_cuts) > MAX_RUNS:
+            return Shifted(out.to_list())
+        return out
+
+
 class LineIndex:
     """Maps byte offsets to lines and columns, and back.
 
-    Built once per text; lookups are a binary search over line starts plus a scan
-    of one line, so they stay cheap on large files.
+    Built once per text, or from the previous text's index by :meth:`after_edit`; lookups
+    are a binary search over line starts plus the slice of one line, so they stay cheap on
+    large files. The line tables are :class:`Shifted` lists, so an edit's index shares
+    its predecessor's tables and costs what the edit changes.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._line_starts_char: list[int] = [0]  # char index of each line start
-        self._line_ends_char: list[int] = []  # char index where each line's content ends
-        self._line_starts_byte: list[int] = [0]
+        starts_char: list[int] = [0]  # char index of each line start
+        ends_char: list[int] = []  # char index where each line's content ends
         ascii_only = text.isascii()
         self._ascii = ascii_only
         self._strict = True  # byte starts are those of the text's strict UTF-8 encoding
@@ -122,45 +222,47 @@ class LineIndex:
             # Line k ends at c_k - 1 and line k+1 starts at c_k, where c_k sums the lengths
             # of lines 0..k plus their "\n": computed in C (split, map, accumulate).
             ends = list(accumulate(map(_PLUS_ONE, map(len, text.split("\n")))))
-            self._line_starts_char += ends[:-1]
-            self._line_ends_char = list(map(_MINUS_ONE, ends[:-1]))
+            starts_char += ends[:-1]
+            ends_char = list(map(_MINUS_ONE, ends[:-1]))
         else:  # LSP: only \n, \r\n and \r end lines (not \f, U+2028 or other separators)
             for m in _LINE_END.finditer(text):
-                self._line_ends_char.append(m.start())
-                self._line_starts_char.append(m.end())
-        self._line_ends_char.append(len(text))
+                ends_char.append(m.start())
+                starts_char.append(m.end())
+        ends_char.append(len(text))
         self.len_bytes = len(text)
         if ascii_only:
-            self._line_starts_byte = list(self._line_starts_char)
+            starts_byte = starts_char
         elif (data := _strict_utf8(text)) is not None:
             self.len_bytes = len(data)
             # Line breaks are single bytes that no other character's UTF-8 contains: the
             # byte starts are where the same pattern matches in the encoded text.
             if b"\r" not in data:
-                starts = [0, *accumulate(map(_PLUS_ONE, map(len, data.split(b"\n"))))]
-                starts.pop()
+                starts_byte = [0, *accumulate(map(_PLUS_ONE, map(len, data.split(b"\n"))))]
+                starts_byte.pop()
             else:
-                starts = [0] + [m.end() for m in _LINE_END_BYTES.finditer(data)]
-            self._line_starts_byte = starts
+                starts_byte = [0] + [m.end() for m in _LINE_END_BYTES.finditer(data)]
         else:
             self._strict = False
-            starts = [0]
+            starts_byte = [0]
             prev = 0
             acc = 0
-            for c in self._line_starts_char[1:]:
+            for c in starts_char[1:]:
                 acc += utf8_len(text[prev:c])
-                starts.append(acc)
+                starts_byte.append(acc)
                 prev = c
-            self._line_starts_byte = starts
             self.len_bytes = utf8_len(text)
+        self._sc = Shifted(starts_char)  # char index of each line start
+        self._ec = Shifted(ends_char)  # char index where each line's content ends
+        self._sb = Shifted(starts_byte)  # byte offset of each line start
 
     def after_edit(self, start: int, end: int, inserted: str, text: str) -> LineIndex | None:
         """The index of ``text``, the result of replacing the bytes ``start..end`` of this
         index's text by ``inserted``, made by splicing: the lines before the edit are kept,
-        those after it shifted (list work in C), only the inserted text is scanned — so an
-        edit in a long file costs little more than one in a short one. None where a splice
-        could differ from a fresh index (a `\r` at either edge or inserted, whose pairing
-        with a neighbouring `\n` may change; text that is not strict UTF-8): build afresh."""
+        those after it shifted (a run added to each table, :class:`Shifted`), only the
+        inserted text is scanned — so an edit in a long file costs what one in a short one
+        does. None where a splice could differ from a fresh index (a `\r` at either edge or
+        inserted, whose pairing with a neighbouring `\n` may change; text that is not strict
+        UTF-8): build afresh."""
         if not self._strict or "\r" in inserted or _strict_utf8(inserted) is None:
             return None
         old = self.text
@@ -178,31 +280,23 @@ class LineIndex:
         new._ascii = text.isascii()  # fast in C; a deletion can make a text ASCII
         new._strict = True
         new.len_bytes = self.len_bytes + db
-        # each "\n" of the inserted text ends a line and starts the next
-        char_ends = list(accumulate(map(len, pieces[:-1]), lambda a, n: a + n + 1, initial=cs))
-        byte_ends = list(
+        # each "\n" of the inserted text ends a line and starts the next: where the next
+        # starts (the offsets after each "\n")
+        char_starts = list(accumulate(map(len, pieces[:-1]), lambda a, n: a + n + 1, initial=cs))
+        byte_starts = list(
             accumulate(map(utf8_len, pieces[:-1]), lambda a, n: a + n + 1, initial=start)
         )
-        char_ends.pop(0)
-        byte_ends.pop(0)
-        # char_ends[k] is where line k of the insert ends... as an offset *after* its "\n"
-        ends_c = [c - 1 for c in char_ends]
-        new._line_starts_char = [
-            *self._line_starts_char[: first + 1],
-            *char_ends,
-            *map(dc.__add__, self._line_starts_char[last + 1 :]),
-        ]
-        new._line_ends_char = [
-            *self._line_ends_char[:first],
-            *ends_c,
-            *map(dc.__add__, self._line_ends_char[last:]),
-        ]
-        new._line_starts_byte = [
-            *self._line_starts_byte[: first + 1],
-            *byte_ends,
-            *map(db.__add__, self._line_starts_byte[last + 1 :]),
-        ]
+        char_starts.pop(0)
+        byte_starts.pop(0)
+        new._sc = self._sc.splice(first + 1, last + 1, char_starts, dc)
+        new._ec = self._ec.splice(first, last, [c - 1 for c in char_starts], dc)
+        new._sb = self._sb.splice(first + 1, last + 1, byte_starts, db)
         return new
+
+    def tables(self) -> tuple[list[int], list[int], list[int]]:
+        """The line tables as plain lists: each line's start and content end as indices
+        into the text, and its start as a byte offset (for tests and checks)."""
+        return self._sc.to_list(), self._ec.to_list(), self._sb.to_list()
 
     @property
     def strict(self) -> bool:
@@ -211,28 +305,32 @@ class LineIndex:
 
     @property
     def line_count(self) -> int:
-        return len(self._line_starts_byte)
+        return len(self._sb)
 
     def line_start(self, line: int) -> int:
         """Byte offset where ``line`` (0-based) starts."""
-        return self._line_starts_byte[line]
+        return self._sb[line]
 
     def line_text(self, line: int) -> str:
         """The text of ``line`` without its line terminator."""
-        return self.text[self._line_starts_char[line] : self._line_ends_char[line]]
+        return self.text[self._sc[line] : self._ec[line]]
 
     def _clamp(self, offset: int) -> int:
         return max(0, min(offset, self.len_bytes))
 
     def _line_of(self, offset: int) -> int:
-        return bisect_right(self._line_starts_byte, offset) - 1
+        return self._sb.bisect_right(offset) - 1
 
     def _prefix(self, line: int, offset: int) -> str:
         """Characters of ``line`` before byte ``offset`` (offset clamped to a char boundary)."""
-        start_c = self._line_starts_char[line]
-        if self._ascii:
-            return self.text[start_c : start_c + (offset - self._line_starts_byte[line])]
-        want = offset - self._line_starts_byte[line]
+        start_c = self._sc[line]
+        want = offset - self._sb[line]
+        # `want` bytes are at most `want` characters: when those are ASCII, they are it
+        head = self.text[start_c : start_c + want]
+        if self._ascii or head.isascii():
+            return head
+        if self._strict:  # a cut inside a multi-byte character leaves it out (as below)
+            return head.encode("utf-8")[:want].decode("utf-8", "ignore")
         i = start_c
         acc = 0
         n = len(self.text)
@@ -243,6 +341,33 @@ class LineIndex:
             i += 1
         return self.text[start_c:i]
 
+    def positions(self, offsets: list[int], encoding: str) -> dict[int, tuple[int, int]]:
+        """Byte offsets -> (line, column), the column in ``encoding``'s units ("utf-16",
+        "utf-8" or "utf-32": the LSP position encodings), as :meth:`to_utf16`,
+        :meth:`to_utf8` and :meth:`to_chars` give them, for many offsets at once (a
+        file's diagnostics): one lookup per distinct offset, the common case inline."""
+        out: dict[int, tuple[int, int]] = {}
+        find, sb, sc = self._sb.bisect_right, self._sb, self._sc
+        text, n, ascii_text = self.text, self.len_bytes, self._ascii
+        for offset in offsets:
+            if offset in out:
+                continue
+            o = 0 if offset < 0 else n if offset > n else offset
+            line = find(o) - 1
+            want = o - sb[line]
+            if encoding == "utf-8":
+                out[offset] = (line, want)
+                continue
+            start = sc[line]
+            head = text[start : start + want]
+            if not (ascii_text or head.isascii()):  # as to_utf16 / to_chars
+                head = self._prefix(line, o)
+                if encoding != "utf-32" and not head.isascii():
+                    out[offset] = (line, len(head.encode("utf-16-le", "surrogatepass")) // 2)
+                    continue
+            out[offset] = (line, len(head))
+        return out
+
     def to_utf16(self, offset: int) -> tuple[int, int]:
         """Byte offset -> (line, UTF-16 column), as the LSP default encoding wants."""
         offset = self._clamp(offset)
@@ -250,13 +375,14 @@ class LineIndex:
         prefix = self._prefix(line, offset)
         if prefix.isascii():
             return line, len(prefix)
-        return line, sum(_char_utf16_len(c) for c in prefix)
+        # two bytes per UTF-16 unit; a lone surrogate (an escaped byte) is one unit
+        return line, len(prefix.encode("utf-16-le", "surrogatepass")) // 2
 
     def to_utf8(self, offset: int) -> tuple[int, int]:
         """Byte offset -> (line, UTF-8 byte column)."""
         offset = self._clamp(offset)
         line = self._line_of(offset)
-        return line, offset - self._line_starts_byte[line]
+        return line, offset - self._sb[line]
 
     def to_chars(self, offset: int) -> tuple[int, int]:
         """Byte offset -> (line, column in code points), for terminal rendering."""
@@ -267,11 +393,11 @@ class LineIndex:
     def _from_units(self, line: int, col: int, unit_len) -> int:
         if line < 0:
             return 0
-        if line >= len(self._line_starts_byte):
+        if line >= len(self._sb):
             return self.len_bytes
-        start_c = self._line_starts_char[line]
-        end_c = self._line_ends_char[line]  # past-the-end columns clamp before the line end
-        byte = self._line_starts_byte[line]
+        start_c = self._sc[line]
+        end_c = self._ec[line]  # past-the-end columns clamp before the line end
+        byte = self._sb[line]
         units = 0
         i = start_c
         while i < end_c and units < col:
@@ -295,15 +421,15 @@ class LineIndex:
     def byte_to_char(self, offset: int) -> int:
         """Byte offset -> index into the Python string."""
         line, col = self.to_chars(offset)
-        return self._line_starts_char[line] + col
+        return self._sc[line] + col
 
     def char_to_byte(self, index: int) -> int:
         """Index into the Python string -> byte offset."""
         if self._ascii:
             return index
-        line = bisect_right(self._line_starts_char, index) - 1
-        s = self._line_starts_char[line]
-        return self._line_starts_byte[line] + utf8_len(self.text[s:index])
+        line = self._sc.bisect_right(index) - 1
+        s = self._sc[line]
+        return self._sb[line] + utf8_len(self.text[s:index])
 
 
 def slice_bytes(text: str, span: Span) -> str:

@@ -16,8 +16,9 @@ patched, and every other function's results stay where they are, made at their n
 position only when read; any other edit lowers the module (the cache still skips the
 functions whose text and what they name did not change).
 
-Results are keyed by a hash of the content, so undoing an edit, reopening a
-file or saving it never recomputes anything. Ownership results are cached per
+Results are kept by content (the last few analyses, found by comparing their text
+with the current one: no hash of the whole text on a keystroke), so undoing an edit,
+reopening a file or saving it never recomputes anything. Ownership results are cached per
 function too (by the identity of the function's lowering, which the lowering cache
 reuses only when the function's text, the signatures it sees and its callees did not
 change).
@@ -37,7 +38,6 @@ import logging
 import os
 import time
 from bisect import bisect_right
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -67,7 +67,7 @@ MAX_PARSE_BYTES = 10 * 1024 * 1024
 #: server reports a long analysis as progress, and abandons it for a newer version or
 #: when the user cancels it: ``Document.analysis(watch=…)``).
 MAX_SEMA_BYTES = 10 * 1024 * 1024
-#: How many analysed versions of one document are kept, by content hash.
+#: How many analysed versions of one document are kept, by content.
 RECENT_VERSIONS = 4
 
 _LIMIT_CODE = "K0902" if "K0902" in CODES else "K0901"
@@ -159,12 +159,19 @@ class Analysis:
     uri: str
     version: int
     text: str
-    content_hash: bytes
+    _hash: bytes | None  # the text's content_hash, made when first asked (None: not yet)
     parse: Parse | None
     module: Module | None
     diagnostics: list[Diagnostic]
     timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     ownership: list[Diagnostic] | None = None  # the ownership checker's part of diagnostics
+
+    @property
+    def content_hash(self) -> bytes:
+        """The text's :func:`content_hash` (made when first asked: not on a keystroke)."""
+        if self._hash is None:
+            self._hash = content_hash(self.text)
+        return self._hash
 
     @cached_property
     def line_index(self) -> LineIndex:
@@ -229,7 +236,9 @@ class Document:
         self._index: LineIndex | None = None
         self._hash: bytes | None = None
         self._analysis: Analysis | None = None
-        self._recent: OrderedDict[bytes, Analysis] = OrderedDict()
+        # the last analyses, oldest first, each with its package key (None: on its own),
+        # found by their text (a string comparison, no hash of the text on a keystroke)
+        self._recent: list[tuple[bytes | None, Analysis]] = []
         # the last analysis handed out that has a module: the next edit's starting point
         self._base: Analysis | None = None
         # ownership results by LoweredFn.shape: (where the function started, result, movable)
@@ -239,6 +248,10 @@ class Document:
         # analysed with the other files of its package (kera_core/workspace_package.py)
         self.workspace: Workspace | None = None
         self._analysis_key: bytes | None = None
+        # does the parse have a `use` declaration? (None: not known yet) An edit reparsed
+        # inside a token, a block or an item leaves the root's items of the same kinds, so
+        # the answer is kept over those; a full parse or a cached one asks again
+        self._uses: bool | None = None
         self._set_text(text, None)
 
     # --- text --------------------------------------------------------------------------
@@ -308,16 +321,20 @@ class Document:
         self._index = index
         self._hash = None
         self._analysis = None
-        hit = self._recent.get(self.content_hash)
+        hit = self._recent_hit()
         t0 = time.perf_counter()
         self.parse_crash = None
+        uses, self._uses = self._uses, None
         if hit is not None and hit.parse is not None:
             self.parse = hit.parse
             self.reparses["cached"] += 1
         elif self.size > MAX_PARSE_BYTES:
             self.parse = None
         else:
+            full = self.reparses["full"]
             self.parse = self._parse_guarded(text, edit)
+            if self.parse is not None and self.reparses["full"] == full:
+                self._uses = uses  # reparsed inside one token, block or item
         self._parse_time = time.perf_counter() - t0
 
     def _parse_guarded(self, text: str, edit: TextEdit | None) -> Parse | None:
@@ -352,10 +369,19 @@ class Document:
         return new
 
     # --- analysis ------------------------------------------------------------------------
+    @property
+    def has_uses(self) -> bool:
+        """Does the text have a `use` declaration (and so belong to a package)?"""
+        if self.parse is None:
+            return False
+        if self._uses is None:
+            self._uses = has_uses(self.parse)
+        return self._uses
+
     def package(self) -> PackageView | None:
         """The package this document is analysed in: when it has `use` declarations and is
         open in a workspace (else it is analysed on its own)."""
-        if self.workspace is None or self.parse is None or not has_uses(self.parse):
+        if self.workspace is None or not self.has_uses:
             return None
         return self.workspace.package_view(self)
 
@@ -366,33 +392,42 @@ class Document:
         ``watch`` is asked between functions while lowering and checking ownership
         (kera_core/cancel.py); when it says stop, :class:`Abandoned` is raised and nothing
         is kept of this analysis but the lowering cache's complete entries."""
-        h = self.content_hash
         view = self.package()
-        key = view.key(h) if view is not None else h
+        key = view.key(self.content_hash) if view is not None else None
         a = self._analysis
         if a is not None and a.version == self.version and self._analysis_key == key:
             return a
-        hit = self._recent.get(key)
+        hit = self._recent_hit(key)
         if hit is not None:
-            self._recent.move_to_end(key)
             a = hit if hit.version == self.version else replace(hit, version=self.version)
+            # the same text: the document's index (spliced) serves, not a new one built
+            a.__dict__["line_index"] = self.line_index
         else:
-            a = self._analyze(h, view, watch)
+            a = self._analyze(self._hash, view, watch)
             if not _failed(a.diagnostics):  # a failure is never remembered past this text
-                self._recent[key] = a
-                while len(self._recent) > RECENT_VERSIONS:
-                    self._recent.popitem(last=False)
+                self._recent.append((key, a))
+                del self._recent[:-RECENT_VERSIONS]
         self._analysis = a
         self._analysis_key = key
         if a.module is not None and a.ownership is not None and not _failed(a.diagnostics):
             self._base = a  # (a failure is never carried over: the next text checks afresh)
         return a
 
+    def _recent_hit(self, key: bytes | None | bool = False) -> Analysis | None:
+        """The last analysis of the current text with package key ``key`` (any key: False),
+        made the most recent one; None if there is none."""
+        text = self.text
+        for i, (k, a) in enumerate(self._recent):
+            if (key is False or k == key) and (a.text is text or a.text == text):
+                self._recent.append(self._recent.pop(i))
+                return a
+        return None
+
     @property
     def analysed(self) -> bool:
         """Is the current text's analysis made already (answered without work)?"""
         a = self._analysis
-        return (a is not None and a.version == self.version) or self.content_hash in self._recent
+        return (a is not None and a.version == self.version) or self._recent_hit(None) is not None
 
     def syntax_analysis(self) -> Analysis:
         """The current analysis if there is one, else a view of the parse alone (no sema).
@@ -403,15 +438,15 @@ class Document:
         a = self._analysis
         if a is not None and a.version == self.version:
             return a
-        if self.content_hash in self._recent or self.parse is None:
+        if self.parse is None or self._recent_hit(None) is not None:
             return self.analysis()  # cached, or nothing to view but the reason (no sema runs)
         diags = list(self.parse.diagnostics) if self.parse is not None else []
-        a = Analysis(self.uri, self.version, self.text, self.content_hash, self.parse, None, diags)
+        a = Analysis(self.uri, self.version, self.text, self._hash, self.parse, None, diags)
         a.__dict__["line_index"] = self.line_index
         return a
 
     def _analyze(
-        self, h: bytes, view: PackageView | None = None, watch: Watch | None = None
+        self, h: bytes | None, view: PackageView | None = None, watch: Watch | None = None
     ) -> Analysis:
         timings = {"parse": self._parse_time}
         if view is not None and self.parse is not None and self.size <= MAX_SEMA_BYTES:
@@ -476,7 +511,7 @@ class Document:
         return a
 
     def _analyze_in_package(
-        self, h: bytes, view: PackageView, p: Parse, timings: dict[str, float]
+        self, h: bytes | None, view: PackageView, p: Parse, timings: dict[str, float]
     ) -> Analysis:
         """The analysis of a document with imports: its package's files lowered together
         (each with its own cache); no single-function shortcut (sema/incremental.py)."""
@@ -575,6 +610,12 @@ class Document:
             if at != start and not movable:
                 return None
             gone += [d.shifted(start - at) for d in res] if at != start else res
+        # a parse error reported in a function that did not change (one that ends the item
+        # before it is reported at the next item's first token) skips or brings back its
+        # check, as in the full check: then check them all (each result cached by shape)
+        redone = {name for name, _, _ in change.lowered}
+        if _broken(base.module, base.parse) - redone != _broken(module, p) - redone:
+            return None
         rest = without(base.ownership, gone)
         if rest is None:
             return None
@@ -621,10 +662,13 @@ class Document:
         """What the document looked like at its last open/save, fingerprinted."""
         if self._pending_save is not None:
             version, h, text = self._pending_save
-            if h == self.content_hash:
+            hit = None
+            if text != self.text:
+                hit = next((a for k, a in self._recent if k is None and a.text == text), None)
+            if text == self.text:
                 a = self.analysis()
-            elif h in self._recent:
-                a = self._recent[h]
+            elif hit is not None:
+                a = hit
             else:  # analysed away: the saved text on its own
                 a = Document(self.uri, text, version).analysis()
             fns = {}
@@ -679,6 +723,31 @@ def _char_span(index: LineIndex | None, span: Span, inserted: str) -> tuple[int,
     if index.char_to_byte(cs) != span.start or index.char_to_byte(ce) != span.end:
         return None
     return cs, ce
+
+
+def _broken(module: Module | None, p: Parse) -> set[str]:
+    """The functions whose ownership is not checked for a parse error in them: an error that
+    starts inside the function's item, or lies at its end (as in ``_check_ownership``)."""
+    out: set[str] = set()
+    if module is None:
+        return out
+    for d in p.diagnostics:
+        if not d.is_error:
+            continue
+        s = d.span
+        sig = incremental_sig_at(module, s.start)
+        if sig is False:  # no item table: ask every function
+            cands = [lf.sig for lf in module.functions.values()]
+        else:
+            cands = [] if sig is None else [sig]
+        for sig in cands:
+            lf = module.functions.get(sig.name)
+            if lf is None:
+                continue
+            span = lf.sig.span
+            if span.start <= s.start < span.end or span.covers(s):
+                out.add(sig.name)
+    return out
 
 
 def _ownership_moved(results: dict, shape: bytes, base: int, cut) -> list[Diagnostic] | None:
@@ -757,7 +826,7 @@ class Workspace:
         root = package_root(os.path.abspath(path))
         out = []
         for d in self.documents.values():
-            if d.uri == uri or d.parse is None or not has_uses(d.parse):
+            if d.uri == uri or not d.has_uses:
                 continue
             p = uri_path(d.uri)
             if p is not None and package_root(os.path.abspath(p)) == root:

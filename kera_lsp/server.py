@@ -38,7 +38,7 @@ from pygls.exceptions import (
     JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
@@ -109,6 +109,13 @@ class KeraProtocol(LanguageServerProtocol):
             self._send_response(msg_id, error=exc.to_response_error())
             return
         super()._send_handler_result(future, msg_id=msg_id)
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """A notification whose params are the protocol's JSON already (the diagnostics
+        publisher's): the message pygls's ``notify`` writes for the same params, key for
+        key, without lsprotocol objects made only to be unstructured again."""
+        log.debug("Sending notification: %r", method)
+        self._send_data({"params": params, "method": method, "jsonrpc": JsonRPCProtocol.VERSION})
 
     def structure_message(self, data: dict[str, Any]):
         if isinstance(data, dict) and isinstance(data.get("method"), str):

@@ -37,23 +37,36 @@ SYNTAX_FIRST_BYTES = 64 * 1024
 MAX_PUBLISHED = 500
 
 
-def lsp_diagnostics(a: Analysis, enc: str, uri: str, locate=None) -> list[T.Diagnostic]:
-    """The LSP diagnostics of an analysis (pushed and pulled alike), at most MAX_PUBLISHED
-    of them, then one saying how many were left out. ``locate`` places notes in other
-    files of a package (:meth:`~kera_core.workspace.Workspace.locate`)."""
+def diagnostics_json(a: Analysis, enc: str, uri: str, locate=None) -> list[dict]:
+    """The LSP diagnostics of an analysis (pushed and pulled alike) as the protocol's JSON,
+    at most MAX_PUBLISHED of them, then one saying how many were left out. ``locate``
+    places notes in other files of a package (:meth:`~kera_core.workspace.Workspace.locate`)."""
     index = a.line_index
     shown = a.diagnostics[:MAX_PUBLISHED]
-    out = [convert.diagnostic(d, index, enc, uri, locate) for d in shown]
+    at = convert.positions_of(shown, index, enc)
+    out = [convert.diagnostic_json(d, index, enc, uri, locate, at) for d in shown]
     if len(a.diagnostics) > len(shown):
         out.append(
-            T.Diagnostic(
-                range=convert.range_of(index, shown[-1].span, enc),
-                message=f"{len(a.diagnostics) - len(shown)} more diagnostics not shown",
-                severity=T.DiagnosticSeverity.Information,
-                source="kera",
-            )
+            {
+                "range": convert.range_json(index, shown[-1].span, enc, at),
+                "message": f"{len(a.diagnostics) - len(shown)} more diagnostics not shown",
+                "severity": int(T.DiagnosticSeverity.Information.value),
+                "source": "kera",
+            }
         )
     return out
+
+
+def lsp_diagnostics(a: Analysis, enc: str, uri: str, locate=None) -> list[T.Diagnostic]:
+    """:func:`diagnostics_json` as ``lsprotocol`` objects (a pulled report carries them)."""
+    return convert.structure(diagnostics_json(a, enc, uri, locate), list[T.Diagnostic])
+
+
+def publish(ls: KeraLanguageServer, uri: str, version: int, diagnostics: list[dict]) -> None:
+    """Send ``textDocument/publishDiagnostics``: what pygls's own method sends for the
+    same diagnostics, byte for byte, without lsprotocol objects made and unstructured."""
+    params = {"uri": uri, "diagnostics": diagnostics, "version": version}
+    ls.protocol.notify_json(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
 
 
 class Publisher:
@@ -100,7 +113,7 @@ class Publisher:
             if doc.size < SYNTAX_FIRST_BYTES or doc.analysed:
                 return None  # small, or analysed already: the complete set comes at once
             a = doc.syntax_analysis()
-            return (a.version, lsp_diagnostics(a, enc, uri)) if a.module is None else None
+            return (a.version, diagnostics_json(a, enc, uri)) if a.module is None else None
 
         if uri not in self.published:  # the document's first publication
             try:
@@ -109,9 +122,7 @@ class Publisher:
                 log.exception("syntax diagnostics of %s failed", uri)
                 first = None
             if first is not None and ls.versions.get(uri) == first[0]:
-                ls.text_document_publish_diagnostics(
-                    T.PublishDiagnosticsParams(uri=uri, diagnostics=first[1], version=first[0])
-                )
+                publish(ls, uri, first[0], first[1])
 
         def job():
             doc = ls.kera.get(uri)
@@ -131,7 +142,7 @@ class Publisher:
                 (time.thread_time() - cpu) * 1000,
                 {k: round(v * 1000, 1) for k, v in a.timings.items()},
             )
-            return a.version, lsp_diagnostics(a, enc, uri, ls.kera.locate)
+            return a.version, diagnostics_json(a, enc, uri, ls.kera.locate)
 
         try:
             result = await ls.run(job)
@@ -145,9 +156,7 @@ class Publisher:
         version, diags = result
         if ls.versions.get(uri) != version:
             return  # the client has moved on: never publish an older version's diagnostics
-        ls.text_document_publish_diagnostics(
-            T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
-        )
+        publish(ls, uri, version, diags)
         self.published[uri] = version
 
     def watch(
