@@ -12,11 +12,13 @@ diagnostics, every function's expression types and uses, the whole graph as
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from kera_core.analysis import analyze
+from kera_core.ide import highlight, hover, navigation, tokens, tokens_range
 from kera_core.ir.view import graph_json
 from kera_core.sema import LoweringCache, lower_module
 from kera_core.source import Span
@@ -29,13 +31,12 @@ PIECES = ["x", "1", "2.5", ";", "{", "}", "(", ")", " + ", "\n", "let q = 2.0;",
 
 
 def _own_types(lf) -> list:
-    """A function's expression types, those of its own text only: the types of a constant's
-    expression it lowered (elsewhere in the file) are keyed where the constant was when the
-    function was lowered, and a reused lowering does not follow the constant when it moves
-    (no reader looks them up: ownership and hover ask for expressions of the function)."""
+    """A function's expression types, in source order; all of them lie in its own text."""
     span = lf.sig.span
-    own = [kv for kv in lf.expr_types.items() if span.start <= kv[0][0] <= kv[0][1] <= span.end]
-    return sorted(own, key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2])))
+    own = sorted(lf.expr_types.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2])))
+    assert all(span.start <= s <= e <= span.end for (s, e, _k), _t in own), lf.sig.name
+    assert all(span.covers(u.span) for u in lf.uses), lf.sig.name
+    return own
 
 
 def _observed(module) -> tuple:
@@ -615,10 +616,9 @@ def test_a_constant_no_declaration_names_is_checked_alone_and_matches_a_cold_ana
     an unknown name, a type mismatch, a dimension out of range), one that reads a failed
     constant (the whole check decides), one read by another constant (the declarations are
     collected again), undos: each equals a cold analysis."""
-    # (`A` and `B` come last: a reused lowering of `uses_b` keeps the use of `A` it read
-    # through `B` where `B` was when it was lowered, moved with `uses_b` itself — see
-    # docs/architecture.md, "Issue 17's goals": a use inside another item does not follow it)
     text = (
+        "const A: i64 = 4;\n"
+        "const B: i64 = A * 2;\n"
         "const C: i64 = 7;\n"
         "const D: f32 = 1.5;\n"
         "const BAD: i64 = 1 / 0;\n"
@@ -630,8 +630,6 @@ def test_a_constant_no_declaration_names_is_checked_alone_and_matches_a_cold_ana
         "fn uses_d(x: f32) -> f32 { x * D }\n"
         "fn uses_b() -> i64 { B }\n"
         "fn uses_s(s: &S) -> f32 { s.v[0] }\n"
-        "const A: i64 = 4;\n"
-        "const B: i64 = A * 2;\n"
     )
     doc = Document("file:///consts.kera", text, 1)
     _same_as_cold(doc)
@@ -673,6 +671,92 @@ def test_a_constant_no_declaration_names_is_checked_alone_and_matches_a_cold_ana
             assert doc.lowerings["module"] == ways["module"], old
             alone += 1
     assert alone == 11
+
+
+def _at_each_a(text: str) -> list[int]:
+    """The offsets of each word `A` in ``text`` (UTF-8; the test's texts are ASCII)."""
+    return [m.start() for m in re.finditer(r"\bA\b", text)]
+
+
+def test_uses_inside_a_constant_move_with_the_constant_and_match_a_cold_analysis():
+    """A function that reads constant `B` whose value names `A` does not keep the use of
+    `A` inside `B` (nor the types of `B`'s expressions): the constants' check records it,
+    once, in the module's uses, which move with `B`. `B` before the function, edits between
+    and in them that move them by different amounts, a constant no other one names edited
+    alone, `A` renamed and deleted under its uses, undos: after each, the analysis, the
+    environment, the references, highlights and semantic tokens equal a cold analysis'."""
+    text = (
+        "const A: i64 = 4;\n"
+        "const B: i64 = A * 2;\n"
+        "fn uses_b() -> i64 { B }\n"
+        "fn plus_a(x: i64) -> i64 { x + A }\n"
+        "const E: i64 = A + B;\n"
+        "fn uses_e() -> i64 { E }\n"
+        "const F: i64 = A + 1;\n"
+    )
+    doc = Document("file:///uses.kera", text, 1)
+    doc.analysis()
+    history = [text]
+    steps = [
+        ("fn uses_b", "// between\nfn uses_b"),  # the functions move, `B` stays
+        ("const B: i64 = A * 2", "const B: i64 = (A) * 2"),  # `B` grows under its use
+        ("x + A", "x + A + A"),  # a body
+        ("const A: i64 = 4;\n", "const A: i64 = 4;\n\n"),  # everything after `A` moves
+        ("A + 1", "1 + A"),  # `F`, named by no other constant: checked alone
+        ("1 + A", "B - A"),
+        ("const A: i64", "const AA: i64"),  # `A` renamed under its uses
+        (None, 2),  # back to an earlier text
+        ("const A: i64 = 4;\n", ""),  # `A` deleted
+        (None, 0),
+        ("A * 2;", "A * 2 + A;"),  # `B` grows, the function after it moves
+    ]
+    patched = 0
+    for version, (old, new) in enumerate(steps, start=2):
+        modules = doc.lowerings["module"]
+        if old is None:
+            doc.replace_text(history[new])
+        else:
+            at = doc.text.index(old)
+            doc.edit(Span(at, at + len(old)), new)
+        doc.version = version
+        history.append(doc.text)
+        a = doc.analysis()
+        patched += doc.lowerings["module"] == modules  # not lowered again: patched
+        assert list(a.module.env.uses) == list(analyze(doc.text).module.env.uses), old
+        _same_as_cold(doc)
+        ref = Document(doc.uri, doc.text, 1).analysis()  # cold: a fresh document's cache
+        assert _observed_env(a.module) == _observed_env(ref.module), old
+        assert tokens.semantic_tokens(a) == tokens.semantic_tokens(ref), old
+        whole = Span(0, len(doc.text))
+        assert tokens_range.semantic_tokens_in(a, whole) == tokens.semantic_tokens(ref), old
+        for off in _at_each_a(doc.text):
+            assert navigation.references(a, off) == navigation.references(ref, off), (old, off)
+            assert highlight.document_highlights(a, off) == highlight.document_highlights(
+                ref, off
+            ), (old, off)
+        if "const A: i64" in doc.text:  # every `A` is a reference of `A`, the one in `B` too
+            refs = navigation.references(a, doc.text.index("A"))
+            assert [s.start for s in refs] == _at_each_a(doc.text), old
+    assert patched >= 7
+
+
+def test_a_use_inside_a_constant_no_function_reads_is_found():
+    """The use of `A` inside `B` is a reference of `A` (and renamed with it, and hovered)
+    though no function reads `B`; no function keeps uses outside its own text."""
+    text = "const A: i64 = 4;\nfn f() -> i64 { 1 }\nconst B: i64 = A * 2;\n"
+    a = Document("file:///a.kera", text, 1).analysis()
+    in_b = text.rindex("A")
+    assert [s.start for s in navigation.references(a, 6)] == [6, in_b]
+    assert [s.start for s in navigation.references(a, in_b)] == [6, in_b]
+    edits = navigation.rename(a, in_b, "N")
+    assert sorted(e.span.start for e in edits) == [6, in_b]
+    shown = hover.hover(a, in_b)
+    assert shown is not None and "i64" in shown.markdown
+    read = Document("file:///a.kera", text + "fn g() -> i64 { B }\n", 1).analysis()
+    assert [s.start for s in navigation.references(read, 6)] == [6, in_b]
+    g = read.module.functions["g"]
+    assert [u.name for u in g.uses] == ["B"]
+    assert all(g.sig.span.start <= k[0] for k in g.expr_types)
 
 
 def test_a_struct_no_declaration_names_is_collected_alone_and_matches_a_cold_analysis():

@@ -14,7 +14,7 @@ from kera_core.diagnostics import Diagnostic, error
 from kera_core.ir.node import Value
 from kera_core.ir.types import FnType, Prim
 from kera_core.sema import literals
-from kera_core.sema.env import FnSig, ModuleEnv
+from kera_core.sema.env import FnSig, ModuleEnv, Use
 from kera_core.sema.frames import Frame
 from kera_core.syntax import ast
 
@@ -131,8 +131,11 @@ def _cycles(env: ModuleEnv, refs: dict[str, list[str]], diags: list[Diagnostic])
 
 
 def check_constants(env: ModuleEnv) -> list[Diagnostic]:
-    """Check every constant once; record the failed ones in ``env.bad_consts``."""
+    """Check every constant once; record the failed ones in ``env.bad_consts`` and the
+    uses in the initializers that lower in ``env.uses`` (after the declarations' own, in
+    source order: :func:`initializer_uses_sorted`)."""
     diags: list[Diagnostic] = []
+    uses: list[Use] = []
     refs: dict[str, list[str]] = {}
     bad = env.bad_consts
     for name, c in env.consts.items():
@@ -145,16 +148,28 @@ def check_constants(env: ModuleEnv) -> list[Diagnostic]:
     for name, c in env.consts.items():
         if name in bad or c.value is None or c.type is None:
             continue
-        diags += _lowered_and_evaluated(env, name, bad)
+        diags += _lowered_and_evaluated(env, name, bad, uses)
+    env.uses += initializer_uses_sorted(uses)
     return diags
 
 
-def check_one_constant(env: ModuleEnv, name: str) -> list[Diagnostic] | None:
+def initializer_uses_sorted(uses: list[Use]) -> list[Use]:
+    """The initializers' uses as ``env.uses`` holds them: in source order (so by constant
+    in file order), whatever the order the constants were checked in (those of primitive
+    type are collected first) — an incremental check of one constant puts its run back in
+    its place (sema/incremental.py)."""
+    return sorted(uses, key=lambda u: u.span.start)
+
+
+def check_one_constant(
+    env: ModuleEnv, name: str, uses: list[Use] | None = None
+) -> list[Diagnostic] | None:
     """:func:`check_constants`' diagnostics of constant ``name`` alone, its failure
     recorded in ``env.bad_consts`` — what the whole check gives it when no other constant
     names it and none it uses failed (then no other constant's check reads it, and it reads
     only constants that lower: the order of the checks does not matter); None when one it
-    uses failed (the whole check decides it)."""
+    uses failed (the whole check decides it). The uses in its initializer, when it lowers,
+    go to ``uses``."""
     diags: list[Diagnostic] = []
     c = env.consts[name]
     env.bad_consts.discard(name)
@@ -168,13 +183,16 @@ def check_one_constant(env: ModuleEnv, name: str) -> list[Diagnostic] | None:
         env.bad_consts.add(name)
         return diags
     if c.value is not None:
-        diags += _lowered_and_evaluated(env, name, env.bad_consts)
+        diags += _lowered_and_evaluated(env, name, env.bad_consts, uses)
     return diags
 
 
-def _lowered_and_evaluated(env: ModuleEnv, name: str, bad: set[str]) -> list[Diagnostic]:
+def _lowered_and_evaluated(
+    env: ModuleEnv, name: str, bad: set[str], uses: list[Use] | None = None
+) -> list[Diagnostic]:
     """Constant ``name``'s value lowered, checked against its type and evaluated: its
-    diagnostics; ``bad`` gets it when one is an error."""
+    diagnostics; ``bad`` gets it when one is an error, ``uses`` the uses in its value (the
+    names it reads; those inside another constant it reads are that constant's)."""
     from kera_core.sema.lower import FnLowering
 
     c = env.consts[name]
@@ -186,6 +204,8 @@ def _lowered_and_evaluated(env: ModuleEnv, name: str, bad: set[str]) -> list[Dia
     if not v.is_err:
         lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
     mine = [d for d in lw.diags if c.span.covers(d.span)]
+    if uses is not None:
+        uses += lw.uses
     if not v.is_err and not any(d.is_error for d in lw.diags) and v.value is not None:
         failed = _evaluation_error(lw, v.value, name, c.value.span)
         if failed is not None:

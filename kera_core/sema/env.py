@@ -205,7 +205,9 @@ class ModuleEnv:
     # the instances of generic functions, by graph name (`axpy<f32>`): one per
     # combination of the types their bounds admit (language.md §3.1.1)
     instances: dict[str, FnSig] = field(default_factory=dict)
-    uses: list[Use] = field(default_factory=list)  # names in struct and const declarations
+    # names in struct and const declarations, then in the constants' initializers
+    # (consts.check_constants: in source order)
+    uses: list[Use] = field(default_factory=list)
     bad_consts: set[str] = field(default_factory=set)  # reported once (sema/consts.py)
     const_values: dict[str, object] = field(default_factory=dict)  # sema/consts.constant_value
     # (the tables, their sizes, references, bad) of the constants, sema/consts._reference_graph

@@ -928,7 +928,8 @@ def _one_constant(
     new_env = _placed_env(env, st, layout, dict(st.fns))
     new_env.consts = Placed(consts, _const_at(layout))  # type: ignore[assignment]
     new_env.bad_consts = set(env.bad_consts)
-    added = check_one_constant(new_env, name)
+    mine: list = []
+    added = check_one_constant(new_env, name, mine)
     if added is None:
         return None
     structs, struct_spans, field_spans, uses = env.structs, st.struct_spans, st.field_spans, st.uses
@@ -940,6 +941,7 @@ def _one_constant(
         gone += gone_s
         added += added_s
         new_env.structs = structs
+    uses = _initializer_uses_again(uses, st, i, [(i, layout.offsets[i], u) for u in mine])
     changed = {
         (name if j == i else ast.Struct(layout.node(j)).name.text): _mentions_of(children[j], cache)  # type: ignore[union-attr]
         for j in [i, *sized]
@@ -949,6 +951,31 @@ def _one_constant(
         structs, struct_spans, field_spans, uses, consts, new_env.bad_consts, deps, gone,
         added,
     )  # fmt: skip
+
+
+def _initializer_uses_again(uses: list, st: State, i: int, mine: list) -> list:
+    """The item-relative ``env.uses`` entries ``uses`` (the last version's order) with those
+    of constant ``i``'s initializer replaced by ``mine`` (its new ones, in source order):
+    the initializers' uses come last, in source order (``consts.check_constants``), so
+    constant ``i``'s go after those of the constants before it."""
+    old = Layout(st.root, st.offsets)
+    value_at: dict[int, int | None] = {}  # a constant's value, from its item's start
+
+    def in_initializer(e) -> bool:
+        j, start, u = e
+        if j not in value_at:
+            node = old.node(j)
+            value = ast.Const(node).value if node.kind == K.CONST else None
+            value_at[j] = value.syntax.offset - node.offset if value is not None else None
+        v = value_at[j]
+        return v is not None and u.span.start - start >= v
+
+    k = len(uses)
+    while k and in_initializer(uses[k - 1]):
+        k -= 1
+    run = [e for e in uses[k:] if e[0] != i]
+    at = next((n for n, e in enumerate(run) if e[0] > i), len(run))
+    return [*uses[:k], *run[:at], *mine, *run[at:]]
 
 
 def _one_struct(
@@ -1156,7 +1183,10 @@ def _decls_again(
     if deps.type_names != st.deps.type_names:
         return None  # a struct or constant appeared or went: the names every function sees
     if consts is None:
+        n_decl = len(after_env.uses)
         added += _checked_constants(after_env, news_, cache, deps)  # type: ignore[arg-type]
+        # the uses in the initializers (after the declarations', as a cold check has them)
+        uses += [(j, s, u) for u in after_env.uses[n_decl:] for j, (s, _) in [at(u.span)]]
         consts = {n: (at(c.span)[0], c) for n, c in after_env.consts.items()}
     else:
         added += const_diags

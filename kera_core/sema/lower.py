@@ -1063,25 +1063,25 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     def inline_const(self, c: ConstDef, home: ModuleEnv) -> Val:
         """A constant's value, its initializer lowered here (language.md §3.2): its names
         are the constants of ``home``, the file that defines it, never a local variable
-        of this function. An imported constant's initializer is in another file: its
-        nodes get no span here, and its uses and types are not this file's."""
+        of this function. The uses and expression types of the initializer are the
+        constant's, not this function's: they lie in the constant's text, which moves apart
+        from the function's (a reused lowering moves with the function), so they are not
+        kept here — the constants' check records the uses, once per constant, in the
+        module's (sema/consts.py). An imported constant's initializer is in another file:
+        its nodes get no span here, and its diagnostics are not this file's either."""
         assert c.value is not None and c.type is not None
-        if home is self.env:
-            saved = self.frame
-            self.frame = Frame(None, [])
-            try:
-                return self.expr(c.value, c.type)
-            finally:
-                self.frame = saved
+        foreign = home is not self.env
         saved_env, saved_frame, saved_types = self.env, self.frame, self.expr_types
-        n_uses, n_diags, self.foreign = len(self.uses), len(self.diags), self.foreign + 1
+        n_uses, n_diags, self.foreign = len(self.uses), len(self.diags), self.foreign + foreign
         self.env, self.types.env, self.frame, self.expr_types = home, home, Frame(None, []), {}
         try:
             return self.expr(c.value, c.type)
         finally:
             self.env, self.types.env, self.frame = saved_env, saved_env, saved_frame
-            self.expr_types, self.foreign = saved_types, self.foreign - 1
-            del self.uses[n_uses:], self.diags[n_diags:]  # checked in its own file
+            self.expr_types, self.foreign = saved_types, self.foreign - foreign
+            del self.uses[n_uses:]
+            if foreign:
+                del self.diags[n_diags:]  # checked in its own file
 
     def e_PrefixExpr(self, e: ast.PrefixExpr, expected):
         op = e.op

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -1350,12 +1351,20 @@ def _checked_constants(
     )
     hit = cache.consts
     if hit is not None and hit[0] == key:
-        _, _greens, kept, bad = hit
+        _, _greens, kept, bad, uses = hit
         env.bad_consts |= bad
         starts = [c.syntax.offset for c in consts]
+        env.uses += [u.shifted(starts[i] - base) if starts[i] != base else u for i, base, u in uses]
         return [d.shifted(starts[i] - base) if starts[i] != base else d for i, base, d in kept]
+    n_uses = len(env.uses)
     out = check_constants(env)
     spans = [c.span for c in consts]
+    # the initializers' uses, each with its constant (in file order, as the check made them)
+    starts = [sp.start for sp in spans]
+    placed = []
+    for u in env.uses[n_uses:]:
+        i = bisect_right(starts, u.span.start) - 1
+        placed.append((i, starts[i], u))
     kept: list[tuple[int, int, Diagnostic]] | None = []
     for d in out:
         inside = [d.span, *(r.span for r in d.related)]
@@ -1367,7 +1376,7 @@ def _checked_constants(
             break
         kept.append((i, spans[i].start, d))  # type: ignore[union-attr]
     greens = tuple(c.syntax.green for c in consts)  # kept alive: their ids stay theirs
-    cache.consts = None if kept is None else (key, greens, kept, frozenset(env.bad_consts))
+    cache.consts = None if kept is None else (key, greens, kept, frozenset(env.bad_consts), placed)
     return out
 
 
