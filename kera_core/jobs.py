@@ -177,14 +177,22 @@ def _balanced(
         weight[r] = weight.get(r, 0) + cost[n]
     if len(groups) < 2:
         return None
-    k = min(jobs, len(groups))
-    loads = [sum(cost[n] for n in shared)] * k
-    shares: list[list[str]] = [[] for _ in range(k)]
-    for r in sorted(groups, key=lambda r: -weight[r]):  # (stable: ties in source order)
+    roots, loads = _heaviest_first(weight, min(jobs, len(groups)), sum(cost[n] for n in shared))
+    shares = [frozenset(n for r in rs for n in groups[r]) for rs in roots if rs]
+    return max(loads), [s | shared for s in shares]
+
+
+def _heaviest_first(weight: dict, k: int, base: int = 0) -> tuple[list[list], list[int]]:
+    """The keys of ``weight`` in ``k`` shares, the heaviest first to the share with the
+    least weight so far (each share starting at ``base``; ties in the keys' order); and
+    each share's weight."""
+    loads = [base] * k
+    shares: list[list] = [[] for _ in range(k)]
+    for key in sorted(weight, key=lambda key: -weight[key]):  # (stable)
         i = loads.index(min(loads))
-        loads[i] += weight[r]
-        shares[i] += groups[r]
-    return max(loads), [frozenset(s) | shared for s in shares if s]
+        loads[i] += weight[key]
+        shares[i].append(key)
+    return shares, loads
 
 
 def _shared_callees(plan: Split, cost: dict[str, int], jobs: int, total: int) -> frozenset[str]:
@@ -285,14 +293,7 @@ def _merge(p, plan: Split, shares: list[list[tuple]]) -> list[Diagnostic]:
 def _shares_of(texts: Sequence[str], jobs: int) -> tuple[list[list[int]], list[int]]:
     """The texts (their indices) in up to ``jobs`` shares, the longest first to the
     share with the least text so far; and each share's length."""
-    k = min(jobs, len(texts))
-    loads = [0] * k
-    shares: list[list[int]] = [[] for _ in range(k)]
-    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
-        j = loads.index(min(loads))
-        loads[j] += len(texts[i])
-        shares[j].append(i)
-    return shares, loads
+    return _heaviest_first({i: len(t) for i, t in enumerate(texts)}, min(jobs, len(texts)))
 
 
 def _whole_files(texts: list[str], jobs: int) -> list[list[Diagnostic]]:

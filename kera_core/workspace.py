@@ -52,7 +52,7 @@ from kera_core.sema.incremental import prepare as prepare_incremental
 from kera_core.sema.incremental import sig_at as incremental_sig_at
 from kera_core.sema.incremental import sigs_between as incremental_sigs_between
 from kera_core.sema.lower import LoweredFn
-from kera_core.sema.ownership import check_function_guarded
+from kera_core.sema.ownership import broken_by, check_function_guarded, parse_errors
 from kera_core.source import LineIndex, Span, encode, slice_bytes, utf8_len
 from kera_core.stack import deep_recursion
 from kera_core.syntax.parse import Parse, parse
@@ -413,10 +413,12 @@ class Document:
             self._base = a  # (a failure is never carried over: the next text checks afresh)
         return a
 
-    def _recent_hit(self, key: bytes | None | bool = False) -> Analysis | None:
-        """The last analysis of the current text with package key ``key`` (any key: False),
-        made the most recent one; None if there is none."""
-        text = self.text
+    def _recent_hit(
+        self, key: bytes | None | bool = False, text: str | None = None
+    ) -> Analysis | None:
+        """The last analysis of ``text`` (the current text by default) with package key
+        ``key`` (any key: False), made the most recent one; None if there is none."""
+        text = self.text if text is None else text
         for i, (k, a) in enumerate(self._recent):
             if (key is False or k == key) and (a.text is text or a.text == text):
                 self._recent.append(self._recent.pop(i))
@@ -547,16 +549,14 @@ class Document:
         callees lowered), so a result is kept under that key and shifted when the function
         moves; a caller whose callee changed only its body is not checked again.
         """
-        broken = [d.span for d in p.diagnostics if d.is_error]
+        errors = parse_errors(p)
         out: list[Diagnostic] = []
         live: dict[bytes, tuple[int, list[Diagnostic], bool]] = {}
         total = len(module.functions)
         for k, (name, lf) in enumerate(module.functions.items()):
             check(watch, "ownership", k, total)
             span = lf.sig.span
-            if not lf.lowers or any(
-                span.start <= s.start < span.end or span.covers(s) for s in broken
-            ):
+            if not lf.lowers or broken_by(span, errors):
                 continue
             res: list[Diagnostic] | None = None
             hit = self._ownership.get(lf.shape) if lf.shape else None
@@ -591,16 +591,10 @@ class Document:
             return None  # the full check prunes the cache
         cut = change.cut
 
-        def broken(parse: Parse, span: Span) -> bool:
-            return any(
-                span.start <= d.span.start < span.end or span.covers(d.span)
-                for d in parse.diagnostics
-                if d.is_error
-            )
-
+        errors_before, errors = parse_errors(base.parse), parse_errors(p)
         gone: list[Diagnostic] = []
         for _, old, _ in change.lowered:
-            if not old.lowers or broken(base.parse, old.sig.span):
+            if not old.lowers or broken_by(old.sig.span, errors_before):
                 continue
             hit = self._ownership.get(old.shape) if old.shape else None
             if hit is None:
@@ -614,7 +608,7 @@ class Document:
         # before it is reported at the next item's first token) skips or brings back its
         # check, as in the full check: then check them all (each result cached by shape)
         redone = {name for name, _, _ in change.lowered}
-        if _broken(base.module, base.parse) - redone != _broken(module, p) - redone:
+        if _broken(base.module, errors_before) - redone != _broken(module, errors) - redone:
             return None
         rest = without(base.ownership, gone)
         if rest is None:
@@ -625,7 +619,7 @@ class Document:
             return None
         for name, _, lf in change.lowered:
             span = lf.sig.span
-            if not lf.lowers or broken(p, span):
+            if not lf.lowers or broken_by(span, errors):
                 continue
             res: list[Diagnostic] | None = None
             hit = self._ownership.get(lf.shape) if lf.shape else None
@@ -662,12 +656,9 @@ class Document:
         """What the document looked like at its last open/save, fingerprinted."""
         if self._pending_save is not None:
             version, h, text = self._pending_save
-            hit = None
-            if text != self.text:
-                hit = next((a for k, a in self._recent if k is None and a.text == text), None)
             if text == self.text:
                 a = self.analysis()
-            elif hit is not None:
+            elif (hit := self._recent_hit(None, text)) is not None:
                 a = hit
             else:  # analysed away: the saved text on its own
                 a = Document(self.uri, text, version).analysis()
@@ -725,16 +716,13 @@ def _char_span(index: LineIndex | None, span: Span, inserted: str) -> tuple[int,
     return cs, ce
 
 
-def _broken(module: Module | None, p: Parse) -> set[str]:
-    """The functions whose ownership is not checked for a parse error in them: an error that
-    starts inside the function's item, or lies at its end (as in ``_check_ownership``)."""
+def _broken(module: Module | None, errors: list[Span]) -> set[str]:
+    """The functions whose ownership is not checked for the parse errors at ``errors``
+    (:func:`~kera_core.sema.ownership.broken_by`), each error's function found by position."""
     out: set[str] = set()
     if module is None:
         return out
-    for d in p.diagnostics:
-        if not d.is_error:
-            continue
-        s = d.span
+    for s in errors:
         sig = incremental_sig_at(module, s.start)
         if sig is False:  # no item table: ask every function
             cands = [lf.sig for lf in module.functions.values()]
@@ -742,10 +730,7 @@ def _broken(module: Module | None, p: Parse) -> set[str]:
             cands = [] if sig is None else [sig]
         for sig in cands:
             lf = module.functions.get(sig.name)
-            if lf is None:
-                continue
-            span = lf.sig.span
-            if span.start <= s.start < span.end or span.covers(s):
+            if lf is not None and broken_by(lf.sig.span, (s,)):
                 out.add(sig.name)
     return out
 

@@ -531,30 +531,20 @@ _CROSS_SITES = [
 ]
 
 
-def test_edits_in_a_duplicate_a_moved_callee_struct_sizes_and_comments_match_a_cold_analysis():
-    """Edits that another item's diagnostic reaches into (the first of two definitions, the
-    callee a mismatch names), constants a struct's fields are sized by, a struct field
-    renamed under its uses and comments between items: each takes the path that redoes
-    only what depends on it (sema/incremental.py) — or, where a span reaches into the
-    changed text, lowers the module reusing every lowering whose foreign spans can be placed
-    (sema/module.py ``_reusable``) — and equals a cold analysis, with undos in between."""
-    import re
-
-    names = ["dot", "generic", "mlp", "layernorm"]
-    text = "\n".join((EXAMPLES[0].parent / f"{n}.kera").read_text() for n in names)
-    assert {d.code for d in analyze(text).diagnostics} >= {"K0202", "K0301"}
-    rng = random.Random(32)
-    doc = Document("file:///cross.kera", text, 1)
-    _same_as_cold(doc)
-    history = [text]
-    for version in range(2, 48):
-        if rng.random() < 0.12:
+def _site_edits(doc: Document, sites, rng: random.Random, versions, undo: float):
+    """One edit per version of ``versions``, each yielded as (version, what it was): with
+    probability ``undo`` the text goes back to an earlier one, else group 1 of a match of a
+    pattern of ``sites`` ((pattern, replacements) pairs) is replaced by one of its
+    replacements, all chosen by ``rng``."""
+    history = [doc.text]
+    for version in versions:
+        if rng.random() < undo:
             doc.replace_text(rng.choice(history))
             what = "undo"
         else:
             spots = [
                 (m.start(1), m.end(1), news)
-                for pattern, news in _CROSS_SITES
+                for pattern, news in sites
                 for m in re.finditer(pattern, doc.text)
             ]
             i, j, news = rng.choice(spots)
@@ -564,6 +554,24 @@ def test_edits_in_a_duplicate_a_moved_callee_struct_sizes_and_comments_match_a_c
             doc.edit(Span(start, start + len(doc.text[i:j].encode("utf-8"))), new)
         doc.version = version
         history.append(doc.text)
+        yield version, what
+
+
+def test_edits_in_a_duplicate_a_moved_callee_struct_sizes_and_comments_match_a_cold_analysis():
+    """Edits that another item's diagnostic reaches into (the first of two definitions, the
+    callee a mismatch names), constants a struct's fields are sized by, a struct field
+    renamed under its uses and comments between items: each takes the path that redoes
+    only what depends on it (sema/incremental.py) — or, where a span reaches into the
+    changed text, lowers the module reusing every lowering whose foreign spans can be placed
+    (sema/module.py ``_reusable``) — and equals a cold analysis, with undos in between."""
+
+    names = ["dot", "generic", "mlp", "layernorm"]
+    text = "\n".join((EXAMPLES[0].parent / f"{n}.kera").read_text() for n in names)
+    assert {d.code for d in analyze(text).diagnostics} >= {"K0202", "K0301"}
+    rng = random.Random(32)
+    doc = Document("file:///cross.kera", text, 1)
+    _same_as_cold(doc)
+    for version, what in _site_edits(doc, _CROSS_SITES, rng, range(2, 48), undo=0.12):
         a = doc.analysis()
         ref = analyze(doc.text)
         assert a.diagnostics == ref.diagnostics, what
@@ -854,28 +862,11 @@ def test_edits_in_and_around_a_recursive_component_lower_it_alone_and_match_a_co
     lowering does, with the hashes of what it calls outside — and the functions outside
     that name the member; an edit in a callee outside it, a caller of it or after it, and
     undos: each equals a cold analysis, graph and hashes included."""
-    import re
 
     rng = random.Random(7)
     doc = Document("file:///cycle.kera", _CYCLE, 1)
     _same_as_cold(doc)
-    history = [_CYCLE]
-    for version in range(2, 40):
-        if rng.random() < 0.1:
-            doc.replace_text(rng.choice(history))
-            what = "undo"
-        else:
-            spots = [
-                (m.start(1), m.end(1), news)
-                for pattern, news in _CYCLE_SITES
-                for m in re.finditer(pattern, doc.text)
-            ]
-            i, j, news = rng.choice(spots)
-            new = rng.choice(news)
-            what = f"{doc.text[i:j]!r} -> {new!r}"
-            doc.edit(Span(i, j), new)
-        doc.version = version
-        history.append(doc.text)
+    for version, what in _site_edits(doc, _CYCLE_SITES, rng, range(2, 40), undo=0.1):
         a, ref = doc.analysis(), analyze(doc.text)
         assert a.diagnostics == ref.diagnostics, what
         assert _observed_env(a.module) == _observed_env(ref.module), what

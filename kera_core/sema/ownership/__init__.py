@@ -17,12 +17,22 @@ from kera_core.sema.ownership.build import Builder
 from kera_core.sema.ownership.flow import check_flow
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from kera_core.sema.module import Module
+    from kera_core.source import Span
     from kera_core.syntax.parse import Parse
 
 from kera_core.stack import deep_recursion  # noqa: E402
 
-__all__ = ["check_each", "check_ownership", "check_function", "check_function_guarded"]
+__all__ = [
+    "broken_by",
+    "check_each",
+    "parse_errors",
+    "check_ownership",
+    "check_function",
+    "check_function_guarded",
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +87,26 @@ def check_ownership(module: Module, parse: Parse | None = None) -> list[Diagnost
     return out
 
 
+def parse_errors(parse: Parse | None) -> list[Span]:
+    """Where a parse's errors lie (what :func:`broken_by` asks about)."""
+    return [d.span for d in parse.diagnostics if d.is_error] if parse is not None else []
+
+
+def broken_by(span: Span, errors: Iterable[Span]) -> bool:
+    """Is the function whose item is ``span`` left unchecked for a syntax error: one that
+    starts inside it, or lies at its end (an error that ends the item is reported at the
+    token after it)?"""
+    return any(span.start <= s.start < span.end or span.covers(s) for s in errors)
+
+
 def check_each(module: Module, parse: Parse | None = None) -> list[tuple[str, list[Diagnostic]]]:
     """:func:`check_ownership`'s diagnostics per function, in ``module.functions``' order,
     unsorted (the parallel `kera check` merges its workers' shares through this)."""
-    broken = [d.span for d in parse.diagnostics if d.is_error] if parse is not None else []
+    errors = parse_errors(parse)
     out: list[tuple[str, list[Diagnostic]]] = []
     with deep_recursion(quiet_gc=True):  # no cyclic GC passes over the trees meanwhile
         for name, lf in module.functions.items():
-            span = lf.sig.span
-            if broken and any(span.start <= s.start < span.end or span.covers(s) for s in broken):
+            if errors and broken_by(lf.sig.span, errors):
                 continue
             out.append((name, check_function_guarded(module, name)))
     return out
