@@ -212,14 +212,28 @@ def _body_edit(rng: random.Random, doc: Document) -> str | None:
     return piece
 
 
+def _matches_cold(doc: Document, graph: bool) -> None:
+    """The document's diagnostics, and each function's types and uses, are a cold
+    analysis's; with ``graph``, its graph and fingerprint too."""
+    from tests.test_incremental_equals_cold import _own_types, _same_as_cold
+
+    a = doc.analysis()
+    ref = analyze(doc.text)
+    assert a.diagnostics == ref.diagnostics
+    if ref.module is not None:
+        mine = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
+        cold = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
+        assert mine == cold
+        if graph:
+            _same_as_cold(doc)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_edits_in_a_long_body_resume_from_statements_and_match_a_cold_analysis(seed):
     """Random edits in one long body (first and last statement included; errors put in and
     taken out by undo; statements split and merged; a type changed; a move added) give the
     diagnostics, types and uses of a cold analysis after each edit, and its graph and
     fingerprint every few edits; most edits lower only a few statements again."""
-    from tests.test_incremental_equals_cold import _own_types, _same_as_cold
-
     rng = random.Random(seed)
     text = _mixed_body(120, seed)
     doc = Document("file:///mix.kera", text)
@@ -237,15 +251,8 @@ def test_edits_in_a_long_body_resume_from_statements_and_match_a_cold_analysis(s
             piece = _body_edit(rng, doc)
             history.append(doc.text)
         doc.version = v
-        a = doc.analysis()
-        ref = analyze(doc.text)
-        assert a.diagnostics == ref.diagnostics
-        if ref.module is not None:
-            mine = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
-            cold = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
-            assert mine == cold
-            if v % 4 == 0:  # (reading the graph lowers the body whole: not after every edit)
-                _same_as_cold(doc)
+        # (reading the graph lowers the body whole: not after every edit)
+        _matches_cold(doc, graph=v % 4 == 0)
     assert doc.cache.resumed >= 5  # the statement path, not the whole body
 
 
@@ -318,22 +325,14 @@ def test_random_keystrokes_in_a_long_body_match_a_cold_analysis(seed):
     """Characters typed and deleted anywhere in a file with one long body (the pieces of
     test_incremental_equals_cold: braces, `return`, `&mut`, a non-ASCII letter, …): the
     diagnostics, types and uses of a cold analysis after each, the graph every 10th."""
-    from tests.test_incremental_equals_cold import _edit, _own_types, _same_as_cold
+    from tests.test_incremental_equals_cold import _edit
 
     rng = random.Random(seed)
     doc = Document("file:///mix.kera", _mixed_body(100, seed))
     doc.analysis()
     for v in range(1, 30):
         _edit(rng, doc, v)
-        a = doc.analysis()
-        ref = analyze(doc.text)
-        assert a.diagnostics == ref.diagnostics
-        if ref.module is not None:
-            mine = {n: (_own_types(lf), list(lf.uses)) for n, lf in a.module.functions.items()}
-            cold = {n: (_own_types(lf), list(lf.uses)) for n, lf in ref.module.functions.items()}
-            assert mine == cold
-            if v % 10 == 0:
-                _same_as_cold(doc)
+        _matches_cold(doc, graph=v % 10 == 0)
     assert doc.cache.resumed >= 5
 
 
