@@ -362,7 +362,9 @@ def test_signature_struct_and_constant_edits_redo_dependants_and_match_a_cold_an
         if what not in ("undo", "body"):
             small += doc.cache.lowered - before <= 8
             fast += doc.lowerings["function"] > ways["function"]
-    assert doc.reparses["item"] > 10  # the items were reparsed alone
+    # the items were reparsed alone (or one token of them relexed)
+    assert doc.reparses["item"] + doc.reparses["token"] > 10, doc.reparses
+    assert doc.reparses["item"] > 0
     assert small > 10, (small, total)  # most item edits lowered a few functions only
     assert fast > 10, fast  # and patched the module (sema/incremental.py) without lowering it
 

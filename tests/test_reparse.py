@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import kera_core
 from kera_core.source import Span, encode
+from kera_core.syntax.lexer import lex
 from kera_core.syntax.reparse import TextEdit, reparse
 
 BASE = """/// y <- a*x + y
@@ -103,7 +104,8 @@ def test_edit_in_signature_struct_or_constant_reparses_one_item():
             suf += 1
         edit = TextEdit(Span(i + pre, i + len(old_text) - suf), new_text[pre : len(new_text) - suf])
         new, how = _check(p, edit)
-        assert how == "item", (old_text, new_text)
+        # one token's text changed (a name, a type's name, a literal) is relexed alone
+        assert how == ("token" if len(lex(old_text)) == len(lex(new_text)) else "item")
         assert new_text in new.text
         changed = [a is not b for a, b in zip(p.green.children, new.green.children, strict=True)]
         assert changed.count(True) == 1  # the other items are the very same green nodes
@@ -129,6 +131,29 @@ def test_edit_inside_identifier_relexes_one_token():
     new, how = _check(p, TextEdit(Span(i, i), "lp"))
     assert how == "token"
     assert "helplper" in new.text
+
+
+def test_edits_at_token_boundaries_match_full_parse_and_relex_where_kinds_stay():
+    # every boundary of every token: a letter, a digit, a dot or a space typed there, and
+    # the character after it deleted
+    p = kera_core.parse(BASE)
+    raw = encode(p.text)
+    bounds = sorted({t.span.start for t in p.tree.tokens()} | {len(raw)})
+    relexed = 0
+    for at in bounds:
+        for typed in ("q", "7", ".", " "):
+            _, how = _check(p, TextEdit(Span(at, at), typed))
+            relexed += how == "token"
+        if at < len(raw) and (raw[at] & 0xC0) != 0x80:
+            _check(p, TextEdit(Span(at, _snap(raw, at + 1)), ""))
+    assert relexed > len(bounds)  # most of them: the end of a name or literal, a space
+    i = p.text.index("helper(") + len("helper")
+    new, how = _check(p, TextEdit(Span(i, i), "2"))  # the end of a name
+    assert how == "token" and "helper2(" in new.text
+    i = p.text.index("2.0") + len("2.0")
+    assert _check(p, TextEdit(Span(i, i), "5"))[1] == "token"  # the end of a literal
+    i = p.text.index(" x > 1.0")
+    assert _check(p, TextEdit(Span(i, i), " "))[1] == "token"  # a space next to a token
 
 
 def test_edit_in_body_reparses_block_and_shares_other_items():

@@ -2,9 +2,10 @@
 
 Three strategies, cheapest first (rust-analyzer's ``reparsing.rs`` in spirit):
 
-1. **Relex one token**: the edit lies inside one identifier, literal, comment or
-   whitespace token and relexing gives one token of the same kind. The parser only
-   sees kinds, so the tree shape cannot change: swap the token, shift diagnostics.
+1. **Relex one token**: relexing the tokens the edit lies in or next to gives the old
+   kinds with one identifier, literal, comment or whitespace token's text changed (a
+   letter typed at the end of a name, a digit inside a literal). The parser only sees
+   kinds, so the tree shape cannot change: swap the token, shift diagnostics.
 2. **Reparse a block**: the edit lies strictly inside the innermost ``{ … }`` BLOCK
    whose new text is still balanced; parse that text alone with the block rule and
    splice the new green node into the old tree (path copying).
@@ -126,29 +127,51 @@ def _relex_token(
     byte_slice: Callable[[int, int], str],
     cache: NodeCache,
 ) -> Parse | None:
+    """Strategy 1. The tokens the edit touches (those it overlaps and the ones it is next
+    to) are relexed with one neighbour on the left and two on the right (the lexer looks
+    at most two characters past a token); the result must be the old kinds, with one
+    token's text changed: typing at the end of a name or between a literal's digits."""
     root = old.tree
-    tok = root.token_at_offset(edit.span.start)
-    if tok is None or tok.kind not in _RELEXABLE:
+    first = root.token_at_offset(edit.span.start)
+    if first is None:
         return None
-    span = tok.span
-    if not (span.start < edit.span.start and edit.span.end < span.end):
-        return None  # must stay strictly inside, away from both neighbours
+    if first.span.start == edit.span.start and (before := first.prev_token()) is not None:
+        first = before  # at a boundary: the token ending there is touched too
+    window = [first]
+    while window[-1].span.end <= edit.span.end:  # up to the token at or after the edit's end
+        nxt = window[-1].next_token()
+        if nxt is None:
+            break
+        window.append(nxt)
+    if (left := first.prev_token()) is not None:
+        window.insert(0, left)
+    for _ in range(2):
+        if (nxt := window[-1].next_token()) is None:
+            break
+        window.append(nxt)
     delta = len(encode(edit.new_text)) - len(edit.span)
-    new_tok_text = byte_slice(span.start, span.end + delta)
-    prev = tok.prev_token()
-    nxt = tok.next_token()
-    probe = (prev.text if prev else "") + new_tok_text + (nxt.text if nxt else "")
-    lexed = lex(probe)
-    want = [(prev.kind, prev.text)] if prev is not None else []
-    want.append((tok.kind, new_tok_text))
-    if nxt is not None:
-        want.append((nxt.kind, nxt.text))
-    if list(zip(lexed.kinds, lexed.texts, strict=False)) != want or len(lexed.kinds) != len(want):
+    lo, hi = window[0].span.start, window[-1].span.end
+    if not (lo <= edit.span.start and edit.span.end <= hi):
+        return None
+    lexed = lex(byte_slice(lo, hi + delta))
+    if lexed.kinds != [t.kind for t in window]:
+        return None
+    changed = [
+        i for i, (t, text) in enumerate(zip(window, lexed.texts, strict=True)) if t.text != text
+    ]
+    if len(changed) != 1:
+        return None
+    tok = window[changed[0]]
+    new_tok_text = lexed.texts[changed[0]]
+    if tok.kind not in _RELEXABLE:
         return None
     if tok.kind == K.WHITESPACE and min(tok.text.count("\n"), 2) != min(
         new_tok_text.count("\n"), 2
     ):
         return None  # blank lines decide which item a comment belongs to
+    span = tok.span
+    if not (span.start <= edit.span.start and edit.span.end <= span.end):
+        return None  # the edit reaches into an unchanged neighbour (a replaced equal text)
     new_green = _splice(tok, cache.token(tok.kind, new_tok_text))
     diags: list[Diagnostic] = []
     for d in old.diagnostics:
