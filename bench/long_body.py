@@ -8,11 +8,14 @@ lines).
 
 Kinds of edit (bench/corpus.py ``long_function``, sites spread over the body): a digit
 typed into a float literal (every later `acc` changes value, not type), a letter typed at
-the end of a name (an unknown name: an error), and a new statement typed after one. Times
-are ``time.thread_time`` (CPU of this thread), also as a ratio to an anchor (a fixed
-pure-Python loop timed in the same process, as bench/check_bench.py), so runs on a loaded
-machine compare. The graph is not read (a keystroke publishes diagnostics only); the last
-line times reading it once after the edits (a fingerprint: the body lowered whole).
+the end of a name (an unknown name: an error), a new statement pasted after one, the first
+letter of a new statement (a syntax error: `l` before the next `let`), and a `{` that
+opens a block never closed (the rest of the body moves into it: parsed whole). Times are
+``time.thread_time`` (CPU of this thread) of the reparse (``Document.edit``) and the
+analysis, also as a ratio to an anchor (a fixed pure-Python loop timed in the same
+process, as bench/check_bench.py), so runs on a loaded machine compare. The graph is not
+read (a keystroke publishes diagnostics only); the last line times reading it once after
+the edits (a fingerprint: the body lowered whole).
 """
 
 from __future__ import annotations
@@ -66,16 +69,18 @@ def main() -> None:
         return found[::step][: args.samples]
 
     kinds = {
-        "a digit in a float literal": (r"\d\.", "7"),
+        "a digit in a float literal": (r"\d\.\d", "7"),
         "a letter ending a name (error)": (r"acc(?= \+ a)", "q"),
         "a new statement": (r"\d\.25;", " let z = 1.5;"),
+        "a letter starting a statement": (r"\d\.25;", " l"),
+        "a `{` typed (unbalanced)": (r"\d\.25;", " {"),
     }
     for what, (pattern, typed) in kinds.items():
         times = []
         for at in reversed(sites(pattern)):  # from the end: earlier sites do not move
+            t = time.thread_time()
             doc.edit(Span(at, at), typed)
             doc.version += 1
-            t = time.thread_time()
             doc.analysis()
             times.append((time.thread_time() - t) * 1000)
         med, top = statistics.median(times), p95(times)

@@ -227,7 +227,9 @@ class Document:
         self.cache = LoweringCache()
         self.parse: Parse | None = None
         self.parse_crash: str | None = None  # why the parser failed on this text, if it did
-        self.reparses: dict[str, int] = {"token": 0, "block": 0, "item": 0, "full": 0, "cached": 0}
+        self.reparses: dict[str, int] = dict.fromkeys(
+            ("token", "block", "statements", "item", "full", "cached"), 0
+        )
         # how each analysis lowered the module: one function redone, or the whole module
         self.lowerings: dict[str, int] = {"function": 0, "module": 0}
         self._saved: Saved | None = None

@@ -6,7 +6,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import kera_core
+from bench.corpus import long_function
 from kera_core.source import Span, encode
+from kera_core.syntax import reparse as reparse_mod
+from kera_core.syntax.kinds import SyntaxKind as K
 from kera_core.syntax.lexer import lex
 from kera_core.syntax.reparse import TextEdit, reparse
 
@@ -76,6 +79,52 @@ def test_each_strategy_is_used_and_correct():
         if len(p.text) > 3000:
             p = kera_core.parse(BASE)
     assert {"token", "block", "full"} <= seen <= {"token", "block", "item", "full"}
+
+
+@given(edits)
+@example([(0.625, 0, ["{"]), (0.625, 1, [])])
+@example([(0.2, 0, ["}"]), (0.2, 0, ["{"])])
+def test_random_edit_sequences_match_full_parse_with_every_block_long(seq):
+    # every block counts as long: the statements around an edit are reparsed alone
+    saved, reparse_mod.LONG_BLOCK = reparse_mod.LONG_BLOCK, 0
+    try:
+        p = kera_core.parse(BASE)
+        for where, length, pieces in seq:
+            raw = encode(p.text)
+            s = _snap(raw, int(where * len(raw)))
+            e = _snap(raw, min(len(raw), s + length))
+            p, _ = _check(p, TextEdit(Span(s, e), "".join(pieces)))
+    finally:
+        reparse_mod.LONG_BLOCK = saved
+
+
+def test_edits_in_a_long_body_reparse_the_statements_around_them():
+    # a 300-line function (bench/corpus.py's long_function): typing, deleting, pasting
+    # anywhere, each edit from the last text or from the original; equal to a full parse
+    text = long_function(300)
+    base = kera_core.parse(text)
+    pieces = ["a", "1", ".", " ", "\n", "{", "}", "(", ")", ";", "+", "let ", "q", "0", '"',
+              "/*", "//", "é", "..", "=", "-", "fn ", "if x { y }", " let z = 1.5;", "[", "]",
+              "for i in 0..N {", "return ", "acc", "&", "mut "]  # fmt: skip
+    rng = random.Random(11)
+    p = base
+    hows = []
+    for _ in range(150):
+        raw = encode(p.text)
+        s = _snap(raw, rng.randrange(len(raw) + 1))
+        e = _snap(raw, min(len(raw), s + rng.choice([0, 0, 0, 1, 2, 5, 20])))
+        q, how = _check(p, TextEdit(Span(s, e), rng.choice(pieces)))
+        hows.append(how)
+        p = q if rng.random() < 0.6 else base
+    assert hows.count("statements") > 30, hows
+    # a statement typed between two others: the body's other statements are the old nodes
+    i = text.index("    let a40")
+    new, how = _check(base, TextEdit(Span(i, i), "let z = 1.5;\n"))
+    assert how == "statements"
+    old_body, new_body = (next(p.tree.children()).child_of_kind(K.BLOCK).green for p in (base, new))
+    old_ids = {id(c) for c in old_body.children if not c.is_token}
+    shared = sum(id(c) in old_ids for c in new_body.children)
+    assert shared >= len(old_ids) - 2
 
 
 SIG_EDITS = [

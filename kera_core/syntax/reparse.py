@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kera_core.diagnostics import Diagnostic, sort_key
-from kera_core.source import Span, encode
+from kera_core.source import Span, encode, utf8_len
 from kera_core.syntax.kinds import _TRIVIA, SyntaxKind
 from kera_core.syntax.lexer import lex
 from kera_core.syntax.parse import _DEFAULT_CACHE, Parse, parse, run_rule
 from kera_core.syntax.parser import grammar
-from kera_core.syntax.parser.parser import MAX_DEPTH
+from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
 from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache, SyntaxNode, SyntaxToken
 
 K = SyntaxKind
@@ -89,6 +89,9 @@ def reparse(
         result = _reparse_block(old, edit, new_text, slicer, cache)
         if result is not None:
             return result, "block"
+        result = _reparse_statements(old, edit, new_text, slicer, cache)
+        if result is not None:
+            return result, "statements"
         result = _reparse_item(old, edit, new_text, slicer, cache)
         if result is not None:
             return result, "item"
@@ -209,8 +212,8 @@ def _reparse_block(
         node.kind == K.BLOCK and node.span.start < edit.span.start and edit.span.end < node.span.end
     ):
         node = node.parent
-    if node is None:
-        return None
+    if node is None or node.green.text_len > LONG_BLOCK:
+        return None  # a long block: its statements near the edit are reparsed instead
     span = node.span
     if any(d.span.start == span.start for d in old.diagnostics if not d.code.startswith("K00")):
         return None  # a diagnostic reported at the `{` belongs to the enclosing construct
@@ -233,6 +236,179 @@ def _reparse_block(
         old.diagnostics, span.start, span.end, delta, lexed.diagnostics + parse_diags
     )
     return Parse(new_text, new_root, diags)
+
+
+#: A block longer than this (bytes) is not reparsed whole: its statements around the edit are.
+LONG_BLOCK = 4096
+#: Tokens the parser may look at past its position (``nth(3)`` is its farthest look), kept
+#: unchanged on both sides of the statements reparsed.
+LOOKAHEAD = 4
+
+
+def _reparse_statements(
+    old: Parse,
+    edit: TextEdit,
+    new_text: str,
+    byte_slice: Callable[[int, int], str],
+    cache: NodeCache,
+) -> Parse | None:
+    """Strategy 2b: in a long block (a 5,000-line function's body), parse only the
+    statements around the edit: from the statement before the one it starts in, through
+    the statement after the one it ends in, with the block's statement loop
+    (``grammar.statements``) stopping where that last statement ends.
+
+    Why that equals a full parse: the parser is at the top of the block's statement loop
+    at both ends in the old parse (each is a boundary between two of the block's
+    children), in the same state (the loop restores its flags; the depth limit cannot act,
+    as for a block), and sees the same tokens outside (``LOOKAHEAD`` unchanged tokens
+    before the edit inside the statements parsed, so what came before never looked at the
+    edit; ``LOOKAHEAD`` tokens after them given to the parser, which looks no farther). If
+    the new statements end exactly at the old boundary, everything after it parses as
+    before. Diagnostics at either boundary token are ambiguous (the statement on either
+    side may have reported them): such an edit goes to another strategy."""
+    root = old.tree
+    block = root.covering_node(edit.span)
+    while block is not None and not (
+        block.kind == K.BLOCK
+        and block.green.text_len > LONG_BLOCK
+        and block.span.start < edit.span.start
+        and edit.span.end < block.span.end
+    ):
+        block = block.parent
+    if block is None:
+        return None
+    green = block.green
+    children = green.children
+    offsets = green.child_offsets()
+    base = block.offset
+    n = len(children)
+    if children[0].kind != K.L_BRACE or children[-1].kind != K.R_BRACE:
+        return None
+    # the block's elements: statements (nodes, or a `;`: boundaries of its loop) and trivia
+    first = green.child_index_at(edit.span.start - base)
+    last = green.child_index_at(edit.span.end - base)
+    if edit.span.start - base == offsets[first] and first > 1:
+        first -= 1  # an edit at an element's start touches the one before too
+    if last == n - 1 and edit.span.end - base == offsets[last]:
+        last -= 1  # typed just before the `}`
+    if first < 1 or last > n - 2:
+        return None
+    delta = len(encode(edit.new_text)) - len(edit.span)
+    # back to a statement with LOOKAHEAD unchanged tokens before the edit: what was parsed
+    # before it never looked at the edit
+    lo = first
+    while True:
+        lo -= 1
+        while lo > 0 and children[lo].kind in _TRIVIA:
+            lo -= 1
+        if lo < 1:  # from the block's first statement (the loop's top after the `{`)
+            lo = 1
+            while lo < first and children[lo].kind in _TRIVIA:
+                lo += 1
+            start = base + offsets[lo]
+            if _significant_before(root, start, edit.span.start) < LOOKAHEAD:
+                return None
+            break
+        start = base + offsets[lo]
+        if _significant_before(root, start, edit.span.start) >= LOOKAHEAD:
+            break
+    hi = last + 1  # the statement after the one the edit ends in
+    while hi < n - 1 and children[hi].kind in _TRIVIA:
+        hi += 1
+    if hi == n - 1:  # none: the edit is in the last statement
+        hi = last
+        while hi > lo and children[hi].kind in _TRIVIA:
+            hi -= 1
+    end = base + offsets[hi] + children[hi].text_len  # old offsets
+    if not (start < edit.span.start and edit.span.end <= end):
+        return None
+    after = root.token_at_offset(end)  # the lookahead: tokens after `end`, unchanged
+    if after is None or after.span.start != end:
+        return None
+    ahead: list[SyntaxToken] = []
+    tok: SyntaxToken | None = after
+    seen = 0
+    while tok is not None and seen < LOOKAHEAD:
+        ahead.append(tok)
+        if tok.kind not in _TRIVIA:
+            seen += 1
+            if seen == 1:
+                boundary = tok.span  # the first token after the statements parsed
+        tok = tok.next_token()
+    if not seen:
+        return None
+    for d in old.diagnostics:
+        if d.span.start == start or (
+            end <= d.span.start <= boundary.start and not d.code.startswith("K00")
+        ):
+            return None  # reported at a boundary: which side's is ambiguous
+        if d.span.start < start < d.span.end or d.span.start < end < d.span.end:
+            return None
+    look_end = ahead[-1].span.end
+    lexed = lex(byte_slice(start, look_end + delta), base=start)
+    kinds = lexed.kinds
+    # the new tokens must end exactly at `end` (moved), the old lookahead tokens after it
+    n_new = len(kinds) - len(ahead)
+    if n_new < 1 or lexed.texts[n_new:] != [t.text for t in ahead]:
+        return None
+    if kinds[n_new:] != [t.kind for t in ahead]:
+        return None  # (an unterminated comment or string swallowed them)
+    if sum(map(utf8_len, lexed.texts[:n_new])) != end + delta - start:
+        return None
+    sig_before = sum(1 for k in kinds[:n_new] if k not in _TRIVIA)
+    ancestors = sum(1 for _ in block.ancestors())
+    if 2 * ancestors + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
+        return None  # the depth limit could act differently in context
+    stopped_at_end = False
+
+    def rule(p: Parser) -> None:
+        nonlocal stopped_at_end
+        m = p.start()
+        stopped_at_end = grammar.statements(p, sig_before) and p.pos == sig_before
+        p.complete(m, K.BLOCK)
+
+    wrapper, parse_diags, _ = run_rule(lexed, rule, K.BLOCK, cache, base=start)
+    if not stopped_at_end or wrapper.kind != K.BLOCK:
+        return None
+    if any(d.code in ("K0108", "K0109") or d.span.start >= end + delta for d in parse_diags):
+        return None  # stuck, or reported past the statements parsed (ambiguous, as above)
+    new_children = []
+    size = 0
+    for c in wrapper.children:
+        if size == end + delta - start:
+            break
+        new_children.append(c)
+        size += c.text_len
+    if size != end + delta - start:
+        return None
+    new_block = GreenNode(
+        K.BLOCK,
+        children[:lo] + tuple(new_children) + children[hi + 1 :],
+        green.text_len + delta,
+        lazy=True,
+    )
+    new_offsets = offsets[: lo + 1]
+    at = offsets[lo]
+    for c in new_children[:-1]:
+        at += c.text_len
+        new_offsets.append(at)
+    new_offsets += [o + delta for o in offsets[hi + 1 :]] if delta else offsets[hi + 1 :]
+    new_block._offsets = new_offsets
+    new_root = _splice(block, new_block)
+    lex_diags = [d for d in lexed.diagnostics if d.span.start < end + delta]
+    diags = _shift_diagnostics(old.diagnostics, start, end, delta, lex_diags + parse_diags)
+    return Parse(new_text, new_root, diags)
+
+
+def _significant_before(root: SyntaxNode, start: int, end: int) -> int:
+    """How many non-trivia tokens lie wholly between ``start`` and ``end`` (counting stops
+    at ``LOOKAHEAD``)."""
+    count = 0
+    tok = root.token_at_offset(start)
+    while tok is not None and tok.span.end < end and count < LOOKAHEAD:
+        count += tok.kind not in _TRIVIA
+        tok = tok.next_token()
+    return count
 
 
 _ITEMS = frozenset({K.FN, K.STRUCT, K.CONST})

@@ -76,6 +76,19 @@ def block(p: Parser) -> None:
     p.depth += 1
     if p.depth > MAX_DEPTH:
         p.skip_balanced("K0108", "blocks nested too deeply")
+    statements(p, p.n + 1)
+    p.depth -= 1
+    p.no_struct = saved
+    p.in_index = saved_index
+    if not p.eat(K.R_BRACE):
+        p.error("K0106", f"expected `}}` to close the block, found {describe(p.current())}")
+    p.complete(m, K.BLOCK)
+
+
+def statements(p: Parser, stop: int) -> bool:
+    """A block's statements from ``p.pos``: until its end (`}`, the end of the input or an
+    item), or until a statement ends at token ``stop`` (whether one did: the statement
+    reparse of a long block, syntax/reparse.py, parses a few statements alone)."""
     # `while not p.at(K.R_BRACE) and not p.at_eof()`, then `p.at_any(ITEM_FIRST)` (a new
     # item: the block was not closed; let the item loop resume: break), `p.at(K.R_PAREN)
     # or p.at(K.R_BRACK)` (unmatched: an error), else a statement (whose first look is
@@ -85,6 +98,8 @@ def block(p: Parser) -> None:
     n = p.n
     while True:
         pos = p.pos
+        if pos >= stop:
+            return True
         k = kinds[pos]
         if k == K.R_BRACE:
             looks = 1
@@ -104,13 +119,7 @@ def block(p: Parser) -> None:
         elif looks >= 4:
             p.err_and_bump("K0107", f"unmatched {describe(p.current())}")
         else:
-            break
-    p.depth -= 1
-    p.no_struct = saved
-    p.in_index = saved_index
-    if not p.eat(K.R_BRACE):
-        p.error("K0106", f"expected `}}` to close the block, found {describe(p.current())}")
-    p.complete(m, K.BLOCK)
+            return False
 
 
 def stmt(p: Parser, k: SyntaxKind) -> None:
