@@ -62,6 +62,8 @@ ITEM_SITES = [
     ("signature", r"\n(?:pub )?fn \w+(?:\[[\w, ]*\])?\((\w+):", "q"),
     ("struct", r"\nstruct \w+ \{\s*(\w+):", "q"),
     ("constant", r"\nconst \w+: \w+ = (\d+)", "7"),
+    # a letter typed where a body's statement starts (`llet`, `lfor`: a syntax error)
+    ("statement's first letter", r";\n(    )[a-z]", "l"),
 ]
 
 

@@ -788,14 +788,18 @@ def _same_types(old: BodyTrace, new: BodyTrace, r: int, upto: tuple, cut) -> boo
         islice(new.expr_types.items(), nlo, nhi),
         strict=True,
     ):
+        if k != kk or t != u:
+            return False
+        # an expression ending where the edit starts, or starting where it ends, may or
+        # may not take in what was typed there (`0.0` and a `7` typed after it)
         if b <= start:
-            pass
+            moved = (x, y) == (a, b) or (b == start and (x, y) == (a, b + delta))
         elif a >= end:
-            a, b = a + delta, b + delta
+            moved = (x, y) == (a + delta, b + delta) or (a == end and (x, y) == (a, b + delta))
         elif a <= start and b >= end:  # around the literal edited
-            b += delta
+            moved = (x, y) == (a, b + delta)
         else:
             return False
-        if (a, b, k) != (x, y, kk) or t != u:
+        if not moved:
             return False
     return True
