@@ -278,6 +278,36 @@ def test_a_literal_typed_in_a_long_body_relowers_a_few_statements_and_keeps_owne
         assert a.module.graph.fingerprint() == cold.module.graph.fingerprint()
 
 
+def test_keystrokes_in_one_place_and_in_many_keep_the_moved_uses_and_types_exact():
+    """The statements taken over keep their uses and types as views of older lowerings
+    (sema/spliced.py): digits typed on and deleted in one place (the edits merge), then at
+    more places than MAX_CUTS, first to last (each view then has an edit per place before
+    it, until it is moved into a new list): each version's uses and types, in order, are a
+    cold analysis's."""
+    from kera_core.sema.spliced import MAX_CUTS
+
+    doc = Document("file:///long.kera", long_function(300))
+    doc.analysis()
+    at = doc.text.index(".25;", len(doc.text) // 2)
+    for k in range(6):
+        doc.edit(Span(at + k, at + k), str(k + 1))
+        doc.version += 1
+        _matches_cold(doc, graph=False)
+    for k in range(5, -1, -2):
+        doc.edit(Span(at + k - 1, at + k + 1), "")
+        doc.version += 1
+        _matches_cold(doc, graph=False)
+    resumed = doc.cache.resumed
+    sites = [m.start() for m in re.finditer(r"\.25;", doc.text)]
+    for k, site in enumerate(sites[:: max(1, len(sites) // (MAX_CUTS + 4))]):
+        at = site + k  # (each digit before it moved it one byte on)
+        assert doc.text[at : at + 4] == ".25;"
+        doc.edit(Span(at, at), "9")
+        doc.version += 1
+        _matches_cold(doc, graph=False)
+    assert doc.cache.resumed - resumed >= MAX_CUTS + 2
+
+
 def test_a_body_that_reads_values_or_returns_early_has_no_trace():
     from kera_core.sema.body_reuse import reads_values
 

@@ -54,11 +54,12 @@ from itertools import islice
 from kera_core.diagnostics import Diagnostic
 from kera_core.ir.node import Function
 from kera_core.sema.deps import text_of
-from kera_core.sema.env import FnSig, ModuleEnv, Use
+from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.frames import Binding, Scope
 from kera_core.sema.lower import FnLowering, LoweredFn, _is_untyped_float
 from kera_core.sema.lower_calls import AXIS_BUILTINS
 from kera_core.sema.lower_exits import has_return
+from kera_core.sema.spliced import SplicedTypes, SplicedUses
 from kera_core.source import Span
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
@@ -341,10 +342,40 @@ class _Resumed(FnLowering):
         self._start: tuple = ({}, {})
         self._extra: dict = {}
         self._partial = BodyTrace()
+        self._pre = (0, 0)  # (uses, types) of the old lowering before the statements lowered
+        self._taken: tuple | None = None  # see _spliced
         self.body_steps = self._resume
 
     def _keep_reachable(self, root: bytes) -> None:
         pass  # the graph is not this lowering's to give (PendingGraph)
+
+    def _counts(self) -> tuple[int, int, int]:
+        """(diagnostics, uses, types) so far, the old ones before the statements lowered
+        again counted in."""
+        nu, nt = self._pre
+        return len(self.diags), nu + len(self.uses), nt + len(self.expr_types)
+
+    def _spliced(self) -> tuple[SplicedUses, SplicedTypes]:
+        """The whole lowering's uses and types: the old ones before the statements lowered
+        again, this lowering's, the old ones of the statements taken over (moved by the
+        edit), this lowering's of the tail (sema/spliced.py: nothing is copied)."""
+        old, cut = self.old, self.plan[3]
+        nu, nt = self._pre
+        uses, types = self.uses, self.expr_types
+        u_parts = SplicedUses.of(old.uses, 0, nu).parts
+        t_parts = SplicedTypes.of(old.expr_types, 0, nt).parts
+        if self._taken is None:
+            u_parts.append((uses, 0, len(uses), ()))
+            t_parts.append((types, 0, len(types), 0))
+        else:
+            su, st, (ou, eu), (ot, et) = self._taken
+            taken_u = SplicedUses.of(old.uses, ou, eu)
+            taken_t = SplicedTypes.of(old.expr_types, ot, et)
+            if cut.delta:
+                taken_u, taken_t = taken_u.moved(cut), taken_t.moved(cut.delta)
+            u_parts += [(uses, 0, su, ()), *taken_u.parts, (uses, su, len(uses), ())]
+            t_parts += [(types, 0, st, 0), *taken_t.parts, (types, st, len(types), 0)]
+        return SplicedUses(u_parts), SplicedTypes(t_parts)
 
     def _resume(self, items: list) -> Iterator[tuple[int, object]]:
         old, (r, last_old, last_new, cut) = self.old, self.plan
@@ -362,9 +393,11 @@ class _Resumed(FnLowering):
         frame.scopes[0], frame.scopes[-1] = s0, s1
         nd, nu, nt = old.counts[r]
         self.diags[:] = [cut.diagnostic(d) for d in old.diagnostics[:nd]]
-        self.uses[:] = old.uses[:nu]
+        # the uses and types before statement r are the old ones (views made in _spliced);
+        # this lowering's own lists hold the statements lowered again, then the tail's
+        self.uses.clear()
         self.expr_types.clear()
-        self.expr_types.update(islice(old.expr_types.items(), nt))
+        self._pre = (nu, nt)
         new = self._partial = BodyTrace()
         new.cuts = cuts
         new.checkpoints = {i: c for i, c in old.checkpoints.items() if i <= r}
@@ -377,7 +410,7 @@ class _Resumed(FnLowering):
             item = items[j]
             if j % EVERY == 0 and j not in new.checkpoints:
                 new.checkpoints[j] = (epoch, dict(s0), dict(s1), ())
-            new.counts.append((len(self.diags), len(self.uses), len(self.expr_types)))
+            new.counts.append(self._counts())
             _note_lookahead(new, j, item)
             if j >= r and reads_values(item.syntax.green):
                 raise _Diverged
@@ -390,7 +423,7 @@ class _Resumed(FnLowering):
             if j >= last_new and self._converged(r, j, shift, cuts, s0, s1, items):
                 break
         else:  # lowered to the end: the final scopes are this run's
-            new.counts.append((len(self.diags), len(self.uses), len(self.expr_types)))
+            new.counts.append(self._counts())
             new.final = (epoch, dict(s0), dict(s1))
             self.new, self.span = new, (j, len(old.counts) - 1)
             return
@@ -398,16 +431,10 @@ class _Resumed(FnLowering):
         jo = j - shift
         od, ou, ot = old.counts[jo]
         ed, eu, et = old.counts[-1]
-        here = (len(self.diags), len(self.uses), len(self.expr_types))
+        here = self._counts()
         self.diags += [cut.diagnostic(d) for d in old.diagnostics[od:ed]]
-        dl = cut.delta
-        self.uses += [_use_moved(u, cut) for u in old.uses[ou:eu]] if dl else old.uses[ou:eu]
-        if dl:
-            self.expr_types.update(
-                ((a + dl, b + dl, k), t) for (a, b, k), t in islice(old.expr_types.items(), ot, et)
-            )
-        else:
-            self.expr_types.update(islice(old.expr_types.items(), ot, et))
+        # the old uses and types of the statements taken over follow the own ones so far
+        self._taken = (len(self.uses), len(self.expr_types), (ou, eu), (ot, et))
         moved = (here[0] - od, here[1] - ou, here[2] - ot)
         new.counts += [(a + moved[0], b + moved[1], c + moved[2]) for a, b, c in old.counts[jo:]]
         new.deltas += old.deltas[jo:]
@@ -547,17 +574,6 @@ def _order_alike(cv: _Convergence, scopes: tuple, extra: frozenset) -> bool:
 
     # (a name bound in both versions is in scope in both: its binding was compared)
     return [x for x in cv.ins_old if seen(x)] == [x for x in cv.ins_new if seen(x)]
-
-
-def _use_moved(u, cut):
-    """A use after the edit, moved: its definition may lie before the edit (it stays)."""
-    d = u.def_span
-    if d is not None:
-        if d.start >= cut.end:
-            d = d.shifted(cut.delta)
-        elif d.end > cut.start:
-            raise _Diverged  # (its definition's span was checked alike: not reached)
-    return Use(u.span.shifted(cut.delta), u.kind, d, u.name, u.owner)
 
 
 def _move(span: Span, cuts: list) -> Span:
@@ -726,16 +742,17 @@ def resume(
     new = low.new
     if new is None:
         return None
+    uses, types = low._spliced()
     new.green, new.key, new.base, new.shape = ng, key, low.base, shape
     new.children, new.items = new_ch, new_items
-    new.diagnostics, new.uses, new.expr_types = lf.diagnostics, lf.uses, lf.expr_types
+    new.diagnostics, new.uses, new.expr_types = lf.diagnostics, uses, types
     _keep(traces, sig.name, tr)  # (the version edited: an undo goes back to it)
     _keep(traces, sig.name, new)
     same = _literals_only(old_ch[a : lo - b], new_ch[a : hi - b]) and _same_types(
         tr, new, r, low.span, cut
     )
     return PendingGraph(
-        sig, lf.diagnostics, low.base, lf.expr_types, lf.uses, build,
+        sig, lf.diagnostics, low.base, types, uses, build,
         (tr.shape, tr.base, cut) if same else None,
     )  # fmt: skip
 

@@ -66,6 +66,7 @@ from kera_core.sema.env import (
 )
 from kera_core.sema.lower import FnLowering, LoweredFn
 from kera_core.sema.lower_calls import BUILTINS
+from kera_core.sema.spliced import unmoved_uses
 from kera_core.source import Span, encode
 from kera_core.stack import deep_recursion
 from kera_core.syntax import ast
@@ -1445,7 +1446,7 @@ def anchored(lf: LoweredFn, env: ModuleEnv) -> LoweredFn:
     if lf.relocatable:
         return lf
     span = lf.sig.span
-    names = {u.name for u in lf.uses if u.kind == "fn"}
+    names = {u.name for u in unmoved_uses(lf.uses) if u.kind == "fn"}
     headers = [
         (n, h) for n in sorted(names) if n in env.fns for h in [fn_header(env.fns[n].ast.syntax)]
     ]
