@@ -308,6 +308,65 @@ def test_keystrokes_in_one_place_and_in_many_keep_the_moved_uses_and_types_exact
     assert doc.cache.resumed - resumed >= MAX_CUTS + 2
 
 
+def _scalar_body(statements: int, borrow_at: int | None, use_at: int) -> str:
+    """A long body of scalar statements and tensor loops; with ``borrow_at``, a reference
+    variable `m = &mut n` made there and read at ``use_at``."""
+    out = [
+        "pub fn scalars[N](x: &f32[N], y: &mut f32[N], v: f32[N]) -> i64 {",
+        "    let mut acc: f32 = 0.0;",
+        "    let mut n: i64 = 0;",
+    ]
+    for k in range(statements):
+        if k == borrow_at:
+            out.append("    let m = &mut n;")
+        elif k == use_at and borrow_at is not None:
+            out.append("    let q = m + 1;")
+        elif k % 3 == 0:
+            out.append(f"    let a{k} = acc * 0.5 + {k}.25;")
+        elif k % 3 == 1:
+            out.append(f"    for i in 0..N {{ y[i] = y[i] + x[i] * a{k - 1}; }}")
+        else:
+            out.append(
+                f"    if a{k - 2} > 1.5 {{ acc = acc + a{k - 2}; }} else {{ acc = acc - 0.75; }}"
+            )
+    out += ["    let w = v;", "    n", "}", ""]
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize(
+    "borrow_at, edit_at",
+    [
+        (None, 60),
+        (20, 60),
+        (58, 60),
+        (30, 20),
+    ],  # no borrow; live from afar; from just before; later
+)
+def test_a_scalar_statement_typed_keeps_the_ownership_result_only_where_no_loan_is_live(
+    borrow_at, edit_at
+):
+    """A statement of scalars only (`n += 1;`, `let c = 2.5;`) typed into a long body cannot
+    change what the ownership checker finds, unless a borrow held by a variable is live
+    there (`let m = &mut n;` ... `m + 1`: the write is K0403): its result is the old one
+    moved (``ownership_from``) only when none is; each version's diagnostics are a cold
+    analysis's either way."""
+    doc = Document("file:///s.kera", _scalar_body(120, borrow_at, 100))
+    assert doc.analysis().diagnostics == analyze(doc.text).diagnostics
+    lines = [m.start() for m in re.finditer(r"\n    \S", doc.text)]
+    for v, piece in enumerate([" n += 1;", " let c = 2.5;", " acc = acc * 2.0;"], 1):
+        at = doc.text.index("\n", lines[edit_at + 2 * v] + 1)  # after the statement
+        doc.edit(Span(at, at), piece)
+        doc.version = v
+        a = doc.analysis()
+        assert a.diagnostics == analyze(doc.text).diagnostics
+        lf = a.module.functions["scalars"]
+        assert isinstance(lf, PendingGraph)
+        live = borrow_at is not None and borrow_at < edit_at < 100
+        assert (lf.ownership_from is None) == live
+        if live and piece == " n += 1;":
+            assert {"K0402", "K0403"} <= {d.code for d in a.diagnostics}
+
+
 def test_a_body_that_reads_values_or_returns_early_has_no_trace():
     from kera_core.sema.body_reuse import reads_values
 

@@ -7,6 +7,9 @@ reuse it when an edit touched another function.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kera_core.diagnostics import Diagnostic, Edit, Fix, error, quoted
@@ -37,6 +40,7 @@ from kera_core.ir.types import (
     tuple_type,
 )
 from kera_core.sema import literals, type_constants
+from kera_core.sema.deps import text_of
 from kera_core.sema.env import (
     ConstDef,
     FnSig,
@@ -758,9 +762,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         first assignment to it (`=`, `+=`, …) or arithmetic with it whose other operand has
         an evident float type (`s += x[i]` with `x: &f32[N]`). None when there is none, or
         when ``name`` is bound again first."""
-        for item in rest:
-            if item is None:
-                continue
+        for item in self._naming(name, rest):
             for n in item.syntax.preorder():
                 k = n.kind
                 if k == K.LET_STMT:
@@ -790,6 +792,36 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                             if isinstance(t, Prim) and t.is_float:
                                 return t
         return None
+
+    def _naming(self, name: str, rest: list) -> Iterator:
+        """The items of ``rest`` whose text holds ``name`` as a word, in order: only those can
+        bind it or read it (found in the function's text, not by walking every node of the
+        rest of a long body for each untyped float `let`)."""
+        items = [i for i in rest if i is not None]
+        fn = self.sig.ast
+        if not items or fn is None:
+            return iter(items)
+        text = text_of(fn.syntax.green)
+        if not text.isascii():  # (offsets are bytes)
+            return iter(items)
+        base = fn.syntax.offset
+        starts = [i.syntax.offset - base for i in items]
+        last = items[-1].syntax
+        end = last.offset - base + last.green.text_len
+        found = re.compile(rf"(?<![\w$#]){re.escape(name)}(?!\w)").finditer
+
+        def naming() -> Iterator:
+            pos = starts[0]
+            while True:
+                m = next(found(text, pos, end), None)
+                if m is None:
+                    return
+                k = bisect_right(starts, m.start()) - 1
+                yield items[k]
+                s = items[k].syntax
+                pos = max(m.end(), s.offset - base + s.green.text_len)
+
+        return naming()
 
     def resolve_type(self, t: ast.Type | None) -> Type | None:
         if t is None:
