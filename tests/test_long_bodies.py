@@ -409,6 +409,43 @@ def test_a_name_bound_in_one_version_only_is_patched_into_the_checkpoints_after_
     assert doc.analysis().module.graph.fingerprint() == cold.module.graph.fingerprint()
 
 
+def test_a_name_bound_again_further_on_converges_at_once_and_stays_right_after_it():
+    """A `let` typed whose name a later `let` binds again (without reading it) converges at
+    once: the statements between do not name it, and from the later `let` on both versions
+    bind it alike (so the checkpoints after it are not patched). Edits after the later
+    `let`, between the two, and deleting either `let` then match a cold analysis."""
+    text = long_function(900)
+    later = text.index("    let a", 2 * len(text) // 3) + 4
+    # (every statement after the later `let` reads it)
+    rest = (
+        text[later:].replace("acc * 0.5", "acc * fresh").replace("    acc\n}", "    acc + fresh\n}")
+    )
+    text = text[:later] + "let fresh: f32 = 1.5; acc = acc + fresh; " + rest
+    doc = Document("file:///long.kera", text)
+    doc.analysis()
+
+    def edit(at: int, end: int, new: str) -> None:
+        before = (doc.cache.resumed, doc.cache.lowered)
+        doc.edit(Span(at, end), new)
+        doc.version += 1
+        _matches_cold(doc, graph=False)
+        assert doc.cache.resumed == before[0] + 1 and doc.cache.lowered == before[1]
+
+    first = "let fresh = 2; "  # an integer: a read of it as a float would be an error
+    at = doc.text.index("    let a", len(doc.text) // 3) + 4
+    edit(at, at, first)
+    after = doc.text.index(".25;", doc.text.index("let fresh: f32") + 3000)
+    edit(after, after, "7")  # resumed from a checkpoint after the second `let`
+    mid = doc.text.index("    let a", len(doc.text) // 2) + 4
+    edit(mid, mid, "acc = acc + fresh; ")  # reads the integer: an error
+    assert doc.analysis().diagnostics
+    second = doc.text.index("let fresh: f32 = 1.5; ")
+    edit(second, second + len("let fresh: f32 = 1.5; "), "")  # the later reads now the integer
+    edit(at, at + len(first), "")  # and now nothing
+    cold = analyze(doc.text)
+    assert doc.analysis().module.graph.fingerprint() == cold.module.graph.fingerprint()
+
+
 @pytest.mark.parametrize("seed", [0, 4, 7])
 def test_random_keystrokes_in_a_long_body_match_a_cold_analysis(seed):
     """Characters typed and deleted anywhere in a file with one long body (the pieces of

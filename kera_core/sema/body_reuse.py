@@ -342,6 +342,7 @@ class _Resumed(FnLowering):
         self._cv: _Convergence | None = None
         self._start: tuple = ({}, {})
         self._extra: dict = {}
+        self._rebound: int | None = None  # the statement binding the extra name again
         self._partial = BodyTrace()
         self._pre = (0, 0)  # (uses, types) of the old lowering before the statements lowered
         self._taken: tuple | None = None  # see _spliced
@@ -443,9 +444,13 @@ class _Resumed(FnLowering):
         new.lookahead += [(i + shift, n) for i, n in old.lookahead if i >= jo]
         # names bound (or not) in this version only, that no statement taken over reads
         extra = tuple((k, n, b, epoch) for (k, n), b in self._extra.items())
+        # (a name a later `let` binds again is alike in both versions from there on)
+        until = len(old.counts) if self._rebound is None else self._rebound - shift
         for i, (ep, d0, d1, patches) in old.checkpoints.items():
             if i >= jo and i + shift not in new.checkpoints:
-                new.checkpoints[i + shift] = (ep, d0, d1, patches + extra)
+                new.checkpoints[i + shift] = (ep, d0, d1, patches + (extra if i <= until else ()))
+        if self._rebound is not None:
+            extra = ()
         ep, f0, f1 = old.final
         skip = [{n for k, n, _, _ in extra if k == i} for i in (0, 1)]
         f0 = _moved_scope(f0, cuts[ep:], s0, skip[0])
@@ -525,17 +530,35 @@ class _Resumed(FnLowering):
         hi = (tail.syntax.offset if tail is not None else body.offset + body.green.text_len) - base
         found = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
         m = found.search(text, lo, max(lo, hi))
-        if m is not None:  # named further on: not before the statement that names it
-            cv.blocked = next(
-                (i + 1 for i in range(j, len(items) - 1)
+        rebound = None
+        if m is not None:
+            # the statement that names it first
+            at = next(
+                (i - 1 for i in range(j + 1, len(items) - 1)
                  if items[i].syntax.offset - base > m.start()),
-                len(items),
+                len(items) - 2,
             )  # fmt: skip
-            return False
+            rebound = at if len(names) == 1 and _binds_again(items[at], m, found, base) else None
+            if rebound is None:  # named further on: not before the statement that names it
+                cv.blocked = at + 2
+                return False
         if not _order_alike(cv, scopes, frozenset(cv.diff)):
             return False
         self._extra = dict(cv.diff)
+        self._rebound = rebound
         return True
+
+
+def _binds_again(item, m: re.Match, found, base: int) -> bool:
+    """Is ``m`` (the first mention of a name bound in one version only) the name a
+    `let name = …;` binds, its type and value not naming it? Then the statements before
+    that one do not name it, and from that one on both versions bind it alike."""
+    if not isinstance(item, ast.LetStmt) or item.pattern is not None or item.name is None:
+        return False
+    if item.name.span.start != base + m.start():
+        return False
+    end = item.syntax.offset + item.syntax.green.text_len - base
+    return found.search(m.string, m.end(), end) is None
 
 
 class _Convergence:
