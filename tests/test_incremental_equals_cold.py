@@ -228,6 +228,45 @@ def test_keystrokes_next_to_a_call_cycle_and_a_failing_callee_match_a_cold_analy
     assert doc.lowerings["function"] == 4
 
 
+def test_a_call_typed_renamed_or_deleted_redoes_the_function_and_matches_a_cold_analysis():
+    """A call renamed to an unknown name, to a function lowered before the caller, deleted,
+    and typed again changes the caller's calls: it alone is lowered again (the call tables
+    patched, sema/incremental.py ``_with_calls``); a call of a function lowered after it, of
+    itself, or of a generic function changes the order or the instances, and the module is
+    lowered. Each version equals a cold analysis, graph and fingerprint included."""
+    text = (
+        "fn leaf(x: f32) -> f32 { x * 2.0 }\n"
+        "fn other(x: f32) -> f32 { x + 1.0 }\n"
+        "fn pick<T>(x: T) -> T { x }\n"
+        "fn mid(x: f32) -> f32 { leaf(x) + 1.0 }\n"
+        "fn top() -> f32 { mid(3.0) }\n"
+        "fn late(x: f32) -> f32 { x * 4.0 }\n"
+    )
+    doc = Document("file:///calls.kera", text, 1)
+    _same_as_cold(doc)
+    version = 1
+    for needle, new, alone in [
+        ("leaf(x) + 1.0", "leafq(x) + 1.0", True),  # an unknown name: a call lost
+        ("leafq(x) + 1.0", "other(x) + 1.0", True),  # a function lowered before it: gained
+        ("other(x) + 1.0", "1.0", True),  # deleted
+        ("{ 1.0 }", "{ leaf(x) + other(x) }", True),  # two typed
+        ("leaf(x) + other(x)", "late(x)", False),  # lowered after it: the order changes
+        ("late(x)", "leaf(x)", False),  # (the module path, once more)
+        ("leaf(x)", "mid(x)", False),  # itself: a cycle
+        ("mid(x)", "pick(x)", False),  # a generic function: its instances change
+        ("pick(x)", "leaf(x) * 2.0", False),
+        ("mid(3.0)", "leaf(3.0)", True),  # `top` loses `mid` and gains `leaf`
+    ]:
+        start = doc.text.index(needle)
+        version += 1
+        before = dict(doc.lowerings)
+        doc.edit(Span(start, start + len(needle)), new)
+        doc.version = version
+        _same_as_cold(doc)
+        if alone:
+            assert doc.lowerings["function"] == before["function"] + 1, needle
+
+
 def test_keystrokes_in_a_generic_body_redo_its_instances_and_match_a_cold_analysis():
     """An edit in a generic function's body lowers each of its instances again and merges
     their diagnostics (an error only some instances have says for which type), without

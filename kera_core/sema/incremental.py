@@ -71,6 +71,7 @@ table, so that a query after an edit does not make every function's entry.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -591,6 +592,35 @@ class _Redo:
     # State.struct_spans, field_spans, uses, consts of the new version
     decls: tuple
     decl_diags: list | None = None  # State.decl_diags when they were made again
+    # State.callees, called and callers of the new version, when the function's calls changed
+    calls: tuple | None = None
+
+
+def _with_calls(st: State, name: str, calls: list[str]) -> State | None:
+    """``st`` with ``name`` calling ``calls`` now (a call typed, renamed or deleted), when
+    that changes no order ``lower_module`` would follow: the calls it gains and loses are of
+    plain (not generic) functions, and each one it gains is lowered before it already (so
+    no new cycle, and callees still come first). None otherwise (the module is lowered)."""
+    old = st.callees[name]
+    gained, lost = set(calls) - set(old), set(old) - set(calls)
+    for c in gained | lost:
+        if c not in st.fns or st.fns[c][1].is_generic or c not in st.called:
+            return None
+    if gained:
+        order = {u: k for k, u in enumerate(st.called)}
+        at = order.get(name)
+        if at is None or any(order[c] >= at for c in gained):
+            return None
+    called = dict(st.called)
+    called[name] = sorted((set(called[name]) - lost) | gained)
+    callers = dict(st.callers)
+    for c in lost:
+        callers[c] = [u for u in callers.get(c, ()) if u != name]
+    for c in gained:
+        callers[c] = [*callers.get(c, ()), name]
+    return dataclasses.replace(
+        st, callees={**st.callees, name: calls}, called=called, callers=callers
+    )
 
 
 def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layout) -> _Redo | None:
@@ -628,6 +658,7 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
 
     env = prev.env
     fns_base = dict(st.fns)
+    call_tables = None  # (the call tables, when its calls changed: _with_calls)
     new_env = _placed_env(env, st, layout, fns_base)
     if duplicate:  # its K0202 moves with it; nothing else is made of it
         env_keys, deps, named_in = st.env_keys, st.deps, st.named_in
@@ -665,7 +696,12 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
         fns_base[name] = (i, sig)
         calls = [c for c in _callee_names(sig, cache) if c in new_env.fns]
         if calls != st.callees[name]:
-            return None
+            if generic or comp is not None or name in prev.recursive:
+                return None
+            st = _with_calls(st, name, calls)  # type: ignore[assignment]
+            if st is None:
+                return None
+            call_tables = (st.callees, st.called, st.callers)
         # what it reads of the other items (its text may name other ones now), and what the
         # functions that name it read of it
         seen = _ITEM_TEXT.mentions(fn.syntax, cache)
@@ -737,7 +773,7 @@ def _redo_fn(prev: Module, st: State, cache: LoweringCache, i: int, layout: Layo
     return _Redo(
         new_env, fns_base, deps, env_keys, named_in, gone, added, redone, units, olds,
         functions_base, lowered_base, stale,
-        (st.struct_spans, st.field_spans, st.uses, st.consts),
+        (st.struct_spans, st.field_spans, st.uses, st.consts), calls=call_tables,
     )  # fmt: skip
 
 
@@ -1273,8 +1309,9 @@ def _patched(
     # completed when read
     before = len(stale)
     todo = list(units)
+    callers = redo.calls[2] if redo.calls is not None else st.callers
     while todo:
-        for c in st.callers.get(todo.pop(), ()):
+        for c in callers.get(todo.pop(), ()):
             if c not in stale:
                 stale.add(c)
                 todo.append(c)
@@ -1297,7 +1334,7 @@ def _patched(
     module.incremental = State(
         root, new, offsets, struct_spans, field_spans, uses, fns_base,
         new_env.instances.base, consts, functions_base, lowered_base, st.item_fn,
-        st.fn_at, fixed, st.callees, st.called, st.callers, frozenset(stale), deps,
+        st.fn_at, fixed, *(redo.calls or (st.callees, st.called, st.callers)), frozenset(stale), deps,
         env_keys, decl_diags, named_in, st.decls,
     )  # fmt: skip
     return module, Change(cut, [(u, olds[u], lf) for u, lf in redone.items()])
