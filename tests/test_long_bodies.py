@@ -367,6 +367,34 @@ def test_a_scalar_statement_typed_keeps_the_ownership_result_only_where_no_loan_
             assert {"K0402", "K0403"} <= {d.code for d in a.diagnostics}
 
 
+def test_keystrokes_in_a_long_functions_doc_comment_move_its_lowering():
+    """Typing and deleting in the doc comment above a long function: its lowering is the
+    trace's moved (no statement lowered, no whole lowering), as are its ownership result and
+    the trace itself, so body edits after it still resume; each version, and the graph at
+    the end, equal a cold analysis."""
+    text = long_function(300).replace("let a7 = acc", "let a7 = accx")  # (an error)
+    doc = Document("file:///long.kera", text)
+    doc.analysis()
+    for v, (needle, end, new) in enumerate(
+        [("One long", 0, "A "), ("A One", 1, "B"), ("function:", 0, "long "), ("B One", 2, "")],
+        1,
+    ):
+        at = doc.text.index(needle)
+        before = (doc.cache.resumed, doc.cache.lowered)
+        doc.edit(Span(at, at + end), new)
+        doc.version = v
+        _matches_cold(doc, graph=False)
+        assert doc.cache.resumed == before[0] + 1 and doc.cache.lowered == before[1]
+        lf = doc.analysis().module.functions["long_body"]
+        assert isinstance(lf, PendingGraph)
+    at = doc.text.index(".25;", len(doc.text) // 2)
+    before = (doc.cache.resumed, doc.cache.lowered)
+    doc.edit(Span(at, at), "3")
+    doc.version = 9
+    _matches_cold(doc, graph=True)
+    assert doc.cache.resumed == before[0] + 1 and doc.cache.lowered == before[1] + 1
+
+
 def test_a_body_that_reads_values_or_returns_early_has_no_trace():
     from kera_core.sema.body_reuse import reads_values
 

@@ -717,8 +717,14 @@ def resume(
     k = body.index
     if body.parent.green is not ng or oc[k].kind != K.BLOCK:
         return None
-    if any(a is not b and a != b for i, (a, b) in enumerate(zip(oc, nc, strict=True)) if i != k):
-        return None  # the signature or the doc changed too
+    differ = [i for i, (x, y) in enumerate(zip(oc, nc, strict=True)) if i != k and x is not y]
+    differ = [i for i in differ if oc[i] != nc[i]]
+    if differ:
+        if not all(nc[i].is_token and nc[i].kind in _DOC_TRIVIA for i in differ):
+            return None  # the signature changed
+        if oc[k] is not nc[k] and oc[k] != nc[k]:
+            return None  # and the body too
+        return _doc_edited(tr, sig, fn.syntax, k, key, shape, build, traces)
     old_ch, new_ch = tr.children, body.green.children
     lo, hi = len(old_ch), len(new_ch)
     a = 0
@@ -780,6 +786,46 @@ def resume(
         sig, lf.diagnostics, low.base, types, uses, build,
         (tr.shape, tr.base, cut) if same else None,
     )  # fmt: skip
+
+
+#: What an edit in a function's doc comment changes, above its signature.
+_DOC_TRIVIA = frozenset({K.DOC_COMMENT, K.COMMENT, K.WHITESPACE})
+
+
+def _doc_edited(
+    tr: BodyTrace, sig: FnSig, fn, k: int, key: tuple, shape: bytes, build, traces: dict
+) -> PendingGraph:
+    """A keystroke in the doc comment of a traced function (the rest of it the same): its
+    lowering is the trace's moved by the edit (lowering reads no comment; the doc goes into
+    the provenance, made with the graph when read), and so is its ownership result."""
+    from kera_core.sema.incremental import _Cut
+
+    oc, nc = tr.green.children, fn.green.children
+    was = "".join(map(str, oc[:k])).encode()
+    now = "".join(map(str, nc[:k])).encode()
+    pre = 0
+    most = min(len(was), len(now))
+    while pre < most and was[pre] == now[pre]:
+        pre += 1
+    suf = 0
+    while suf < most - pre and was[-1 - suf] == now[-1 - suf]:
+        suf += 1
+    start = fn.offset
+    cut = _Cut(start + pre, start + len(was) - suf, len(now) - len(was))
+    new = BodyTrace()
+    for slot in BodyTrace.__slots__:
+        setattr(new, slot, getattr(tr, slot))
+    new.cuts = [*tr.cuts, cut]
+    new.green, new.key, new.shape = fn.green, key, shape
+    new.diagnostics = [cut.diagnostic(d) for d in tr.diagnostics]
+    if cut.delta:
+        new.uses = SplicedUses.of(tr.uses).moved(cut)
+        new.expr_types = SplicedTypes.of(tr.expr_types).moved(cut.delta)
+    _keep(traces, sig.name, tr)
+    _keep(traces, sig.name, new)
+    return PendingGraph(
+        sig, new.diagnostics, tr.base, new.expr_types, new.uses, build, (tr.shape, tr.base, cut)
+    )
 
 
 def _keep(traces: dict, name: str, tr: BodyTrace) -> None:
