@@ -127,6 +127,41 @@ def test_published_after_random_edits_equals_cold(edits, enc, crlf):
     apply_edits(text, edits, enc)
 
 
+def _long_body(statements: int) -> str:
+    """A function long enough to be traced and its body reparsed statement by statement
+    (sema/body_reuse.py, syntax/reparse.py), with multi-byte characters in its comments."""
+    out = ["pub fn long_one[N](x: &f32[N], y: &mut f32[N]) -> f32 {", "    let mut acc: f32 = 0.0;"]
+    for k in range(statements // 3):
+        out += [
+            f"    let a{k} = acc * 0.5 + {k}.25; // ü{k} 😀",
+            f"    for i in 0..N {{ y[i] = y[i] + x[i] * a{k}; }}",
+            f"    if a{k} > 1.5 {{ acc = acc + a{k}; }} else {{ acc = acc - 0.75; }}",
+        ]
+    return "\n".join([*out, "    acc", "}", ""])
+
+
+LONG = BASE + _long_body(150)
+LONG_PIECES = [*PIECES, " let z = 1.5;", " acc = acc * z;", "(", ")", "let ", "0"]
+LONG_EDITS = st.lists(
+    st.tuples(
+        st.integers(len(BASE), len(LONG)),  # in the long function
+        st.integers(0, 6),
+        st.lists(st.sampled_from(LONG_PIECES), max_size=2).map("".join),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edits=LONG_EDITS, enc=st.sampled_from(["utf-16", "utf-8", "utf-32"]), crlf=st.booleans())
+def test_published_after_random_edits_in_a_long_function_equals_cold(edits, enc, crlf):
+    text = LONG.replace("\n", "\r\n") if crlf else LONG
+    apply_edits(
+        text, [(at + (text.count("\n", 0, at) if crlf else 0), n, s) for at, n, s in edits], enc
+    )
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edits=EDITS)
 def test_typing_then_undoing_returns_the_first_payload(edits):
