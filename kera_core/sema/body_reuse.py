@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from itertools import islice
+from operator import is_
 
 from kera_core.diagnostics import Diagnostic
 from kera_core.ir.node import Function
@@ -727,15 +728,11 @@ def resume(
         return _doc_edited(tr, sig, fn.syntax, k, key, shape, build, traces)
     old_ch, new_ch = tr.children, body.green.children
     lo, hi = len(old_ch), len(new_ch)
-    a = 0
-    while a < lo and a < hi and (old_ch[a] is new_ch[a] or old_ch[a] == new_ch[a]):
+    a = _shared_ends(old_ch, new_ch)[0]  # by identity, then equal ones beside them
+    while a < lo and a < hi and old_ch[a] == new_ch[a]:
         a += 1
-    b = 0
-    while (
-        b < lo - a
-        and b < hi - a
-        and (old_ch[lo - 1 - b] is new_ch[hi - 1 - b] or old_ch[lo - 1 - b] == new_ch[hi - 1 - b])
-    ):
+    b = _shared_ends(old_ch[a:], new_ch[a:])[1]
+    while b < lo - a and b < hi - a and old_ch[lo - 1 - b] == new_ch[hi - 1 - b]:
         b += 1
     if a == lo and lo == hi:
         return None  # nothing changed in the body (not an edit this trace can take)
@@ -841,17 +838,21 @@ def _nearest(traces, key: tuple, base: int, children: tuple) -> BodyTrace | None
     for tr in traces:
         if tr.key != key or tr.base != base or len(tr.cuts) >= MAX_EDITS:
             continue
-        old = tr.children
-        n = min(len(old), len(children))
-        a = 0
-        while a < n and old[a] is children[a]:
-            a += 1
-        b = 0
-        while b < n - a and old[-1 - b] is children[-1 - b]:
-            b += 1
+        a, b = _shared_ends(tr.children, children)
         if a + b > most:
             best, most = tr, a + b
     return best
+
+
+def _shared_ends(old: tuple, new: tuple) -> tuple[int, int]:
+    """How many leading and trailing elements ``old`` and ``new`` share by identity (the
+    comparisons in C: a long body has thousands of children)."""
+    n = min(len(old), len(new))
+    same = list(map(is_, old, new))
+    a = same.index(False) if False in same else n
+    same = list(map(is_, reversed(old[a:]), reversed(new[a:])))
+    b = same.index(False) if False in same else min(len(old), len(new)) - a
+    return a, b
 
 
 def _literals_only(old: tuple, new: tuple) -> bool:

@@ -387,7 +387,28 @@ class Block(AstNode):
     @property
     def tail(self) -> Expr | None:
         """The final expression without `;`, the block's value."""
-        return expr_of(self.syntax)
+        syntax = self.syntax
+        green = syntax.green
+        if len(green.children) < _LONG_BLOCK:
+            return expr_of(syntax)
+        # a long body is asked for its tail several times per keystroke: where it is, once
+        hit = _TAILS.get(id(green))
+        if hit is None or hit[0] is not green:
+            at = next(
+                (i for i, c in enumerate(green.children) if not c.is_token and c.kind in EXPRS),
+                None,
+            )
+            if len(_TAILS) >= 16:
+                _TAILS.clear()
+            _TAILS[id(green)] = hit = (green, at)
+        at = hit[1]
+        return None if at is None else EXPRS[green.children[at].kind](syntax.child_at(at))
+
+
+#: Blocks with at least this many children remember where their tail is (``_TAILS``: by the
+#: green node's id, the node kept with it).
+_LONG_BLOCK = 256
+_TAILS: dict[int, tuple] = {}
 
 
 class BindPat(AstNode):
