@@ -164,7 +164,6 @@ def test_item_reparse_declines_what_could_change_its_neighbours():
     base = BASE + "const K: i64 = 4;\n"
     for old_text, new_text in [
         ("const K: i64 = 4;", "const K: i64 = 4"),  # the closing `;` goes: recovery runs on
-        ("(a: f32)", "(a: f32"),  # an error inside the item
         ("(a: f32)", "(a: /* f32)"),  # an unterminated comment swallows the rest
         ("fn helper", "fn helper() {} fn helper"),  # one item becomes two
     ]:
@@ -172,6 +171,24 @@ def test_item_reparse_declines_what_could_change_its_neighbours():
         i = p.text.index(old_text)
         new, how = _check(p, TextEdit(Span(i, i + len(old_text)), new_text))
         assert how != "item", (old_text, new_text)
+
+
+def test_an_error_inside_an_item_reparses_the_item_with_the_next_one_in_view():
+    # a `(` or `{` never closed: the item ends at the next item's first token, where its
+    # error is reported (K0106), as in the whole file; and closing it again
+    base = BASE + "const K: i64 = 4;\n"
+    p = kera_core.parse(base)
+    for old_text, new_text in [
+        ("(a: f32)", "(a: f32"),
+        ("let x = a * 2.0;", "let x = a * 2.0; if x > 1.0 {"),
+        ("for i in 0..N {", "for i in 0..N { {"),
+    ]:
+        i = p.text.index(old_text)
+        new, how = _check(p, TextEdit(Span(i, i + len(old_text)), new_text))
+        assert how == "item", (old_text, new_text)
+        assert new.diagnostics
+        back, how = _check(new, TextEdit(Span(i, i + len(new_text)), old_text))
+        assert how == "item" and back.diagnostics == p.diagnostics
 
 
 def test_edit_inside_identifier_relexes_one_token():

@@ -33,6 +33,7 @@ from kera_core.syntax.kinds import _TRIVIA, SyntaxKind
 from kera_core.syntax.lexer import lex
 from kera_core.syntax.parse import _DEFAULT_CACHE, Parse, parse, run_rule
 from kera_core.syntax.parser import grammar
+from kera_core.syntax.parser.grammar.common import ITEM_FIRST
 from kera_core.syntax.parser.parser import MAX_DEPTH, Parser
 from kera_core.syntax.tree import GreenNode, GreenToken, NodeCache, SyntaxNode, SyntaxToken
 
@@ -422,12 +423,15 @@ def _reparse_item(
     byte_slice: Callable[[int, int], str],
     cache: NodeCache,
 ) -> Parse | None:
-    """Strategy 3. The item's text starts at a token boundary the edit does not touch (its
-    leading trivia and first token stay) and ends with the same closing token, so the
-    lexer and the parser see the same tokens there as in the whole file; no parse
-    diagnostic before or after means no error recovery ran across the item's edges. A
-    lexical diagnostic without an error token (a bad literal or escape) is its token's
-    own."""
+    """Strategy 3. The item holding the edit (past its first significant token, before its
+    closing `}` or `;`) is parsed alone with the file's item loop (``grammar.items``),
+    stopping where the next item starts, the parser given the next ``LOOKAHEAD`` tokens: as
+    for the statements of a long block, it is at the top of the item loop at both ends in
+    the old parse and sees the same tokens outside, so if the new item ends where the old one
+    did, everything after it parses as before. An error that ends the item (a block never
+    closed: K0106) is reported at the next item's first token: an item keyword, at which the
+    next item itself reports nothing, so a diagnostic there is this item's. One at this
+    item's first token may be the previous item's: such an edit is parsed whole."""
     root = old.tree
     node = root.covering_node(edit.span)
     while node.parent is not None and node.parent.parent is not None:
@@ -440,34 +444,71 @@ def _reparse_item(
         return None
     if not (first.span.start <= edit.span.start and edit.span.end <= last.span.start):
         return None
-    # a parse error that ends the item is reported at the first token after it (past the
-    # trivia between): the item's too, though outside its span
-    after = last.next_token()
-    while after is not None and after.kind in _TRIVIA:
-        after = after.next_token()
-    reach = span.end if after is None else after.span.end
+    ahead: list[SyntaxToken] = []
+    tok = last.next_token()
+    seen = 0
+    boundary = None  # the next item's first token
+    while tok is not None and seen < LOOKAHEAD:
+        ahead.append(tok)
+        if tok.kind not in _TRIVIA:
+            seen += 1
+            if boundary is None:
+                boundary = tok
+        tok = tok.next_token()
+    if boundary is not None and boundary.kind not in ITEM_FIRST:
+        return None  # a stray token after it: recovery may have run across
+    at = boundary.span.start if boundary is not None else root.green.text_len
+    lead = root.token_at_offset(span.start)  # its first significant token (`pub`, `fn`, …)
+    while lead is not None and lead.kind in _TRIVIA:
+        lead = lead.next_token()
+    if lead is None:
+        return None
     for d in old.diagnostics:
-        if d.span.start <= reach and d.span.end >= span.start:
-            if not (d.code.startswith("K00") and span.covers(d.span)):
-                return None
+        if d.span.start == lead.span.start or d.span.start < span.start < d.span.end:
+            return None
+        if d.span.start < span.end < d.span.end:
+            return None
     delta = len(encode(edit.new_text)) - len(edit.span)
     end = span.end + delta
-    lexed = lex(byte_slice(span.start, end), base=span.start)
+    look_end = ahead[-1].span.end if ahead else span.end
+    lexed = lex(byte_slice(span.start, look_end + delta), base=span.start)
     kinds = lexed.kinds
-    if not kinds or kinds[-1] != last.kind or K.ERROR_TOKEN in kinds:
+    n_new = len(kinds) - len(ahead)
+    if n_new < 1 or lexed.texts[n_new:] != [t.text for t in ahead]:
+        return None
+    if kinds[n_new:] != [t.kind for t in ahead]:
+        return None
+    if sum(map(utf8_len, lexed.texts[:n_new])) != end - span.start:
         return None
     if 2 + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
         return None  # the depth limit could act differently in context
-    green, parse_diags, consumed = run_rule(
-        lexed, grammar.source_file, K.SOURCE_FILE, cache, base=span.start
-    )
-    if not consumed or parse_diags or len(green.children) != 1:
+    sig_before = sum(1 for k in kinds[:n_new] if k not in _TRIVIA)
+    stopped_at_end = False
+
+    def rule(p: Parser) -> None:
+        nonlocal stopped_at_end
+        m = p.start()
+        stopped_at_end = grammar.items(p, sig_before) and p.pos == sig_before
+        p.complete(m, K.SOURCE_FILE)
+
+    green, parse_diags, _ = run_rule(lexed, rule, K.SOURCE_FILE, cache, base=span.start)
+    if not stopped_at_end or not green.children:
         return None
     item = green.children[0]
     if item.is_token or item.kind != node.kind or item.text_len != end - span.start:
         return None
+    if any(d.code in ("K0108", "K0109") or d.span.start > at + delta for d in parse_diags):
+        return None
     new_root = _splice(node, item)  # type: ignore[arg-type]
-    diags = _shift_diagnostics(old.diagnostics, span.start, span.end, delta, lexed.diagnostics)
+    diags = [d for d in lexed.diagnostics if d.span.start < end] + parse_diags
+    for d in old.diagnostics:
+        if d.span.start < span.start:
+            diags.append(d)
+        elif d.span.start < span.end or (d.span.start == at and not d.code.startswith("K00")):
+            continue  # the item's own, reported again
+        else:
+            diags.append(d.shifted(delta) if delta else d)
+    diags.sort(key=sort_key)
     return Parse(new_text, new_root, diags)
 
 

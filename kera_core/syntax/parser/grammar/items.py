@@ -21,6 +21,15 @@ def source_file(p: Parser) -> None:
     p.complete(m, K.SOURCE_FILE)
 
 
+def items(p: Parser, stop: int) -> bool:
+    """The file's items from ``p.pos`` until one ends at token ``stop`` (whether one did: the
+    item reparse, syntax/reparse.py, parses one item alone with the next item's tokens in
+    view)."""
+    while p.pos < stop and not p.at_eof():
+        item(p)
+    return p.pos == stop
+
+
 def item(p: Parser) -> None:
     m = p.start()
     has_vis = False
