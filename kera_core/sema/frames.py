@@ -152,6 +152,9 @@ class Frame:
     capture_start: int = 0
     carried: list[str] = field(default_factory=list)
     captured: dict[str, Binding] = field(default_factory=dict)  # outer bindings read here
+    # each carried name's value on entry (a region yields it where an error left the name
+    # without one: the function has an error, so that graph is never used)
+    entry: dict[str, Value] = field(default_factory=dict)
 
     def lookup_local(self, name: str) -> Binding | None:
         for scope in reversed(self.scopes):

@@ -430,13 +430,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             outer = self.lookup(name)
             assert outer is not None
             t = f.params[base + i]
+            f.entry[name] = value = self.param(base + i, t)
             f.scopes[0][name] = Binding(
-                name,
-                Val(self.param(base + i, t), t),
-                outer.mutable,
-                outer.span,
-                outer.kind,
-                mutref=outer.mutref,
+                name, Val(value, t), outer.mutable, outer.span, outer.kind, mutref=outer.mutref
             )
         return f
 
@@ -482,11 +478,13 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         return isinstance(p, Ref) and p.mutable
 
     def finals(self, frame: Frame) -> list[Value]:
+        """The carried names' values at the end of ``frame`` (one an error left without a
+        value yields its value on entry: the function has an error, its graph is not used)."""
         out = []
         for name in frame.carried:
             b = frame.lookup_local(name)
-            assert b is not None and b.val.value is not None
-            out.append(b.val.value)
+            assert b is not None
+            out.append(b.val.value if b.val.value is not None else frame.entry[name])
         return out
 
     def rebind(self, names: list[str], node: Node, first: int) -> None:
@@ -509,6 +507,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if b is not None and b.alias is not None:
             self._set_through(b, val)
             return
+        if b is not None and b.val.value is None:
+            return  # a variable of an enclosing region that holds no value (unit, or an
+            # error's): not carried into this one, nothing to thread
         raise AssertionError(f"{name} is not bound in this frame")
 
     def _set_through(self, ref: Binding, val: Val) -> None:
