@@ -437,3 +437,28 @@ def slice_bytes(text: str, span: Span) -> str:
     if text.isascii():
         return text[span.start : span.end]
     return encode(text)[span.start : span.end].decode("utf-8", "surrogateescape")
+
+
+def common_affixes(old: str | bytes, new: str | bytes) -> tuple[int, int]:
+    """Lengths (in characters, or bytes) of the longest common prefix and suffix, not
+    overlapping.
+
+    Binary search over slice comparisons keeps the work in C even for megabyte texts.
+    """
+    n = min(len(old), len(new))
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    prefix = lo
+    lo, hi = 0, n - prefix
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid :] == new[len(new) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return prefix, lo

@@ -53,7 +53,7 @@ from kera_core.sema.incremental import sig_at as incremental_sig_at
 from kera_core.sema.incremental import sigs_between as incremental_sigs_between
 from kera_core.sema.lower import LoweredFn
 from kera_core.sema.ownership import broken_by, check_function_guarded, parse_errors
-from kera_core.source import LineIndex, Span, encode, slice_bytes, utf8_len
+from kera_core.source import LineIndex, Span, common_affixes, encode, slice_bytes, utf8_len
 from kera_core.stack import deep_recursion
 from kera_core.syntax.parse import Parse, parse
 from kera_core.syntax.reparse import TextEdit, apply_edit, reparse
@@ -105,30 +105,6 @@ def content_hash(text: str) -> bytes:
     """A key for analyses by content (in memory only, never stored): SHA-256, which the
     CPU computes in hardware, ~4× faster than SHA3 on a large file's every edit."""
     return hashlib.sha256(encode(text)).digest()
-
-
-def _common_affixes(old: str, new: str) -> tuple[int, int]:
-    """Lengths (in characters) of the longest common prefix and suffix, not overlapping.
-
-    Binary search over slice comparisons keeps the work in C even for megabyte texts.
-    """
-    n = min(len(old), len(new))
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if old[:mid] == new[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    prefix = lo
-    lo, hi = 0, n - prefix
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if old[len(old) - mid :] == new[len(new) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return prefix, lo
 
 
 # --- results ----------------------------------------------------------------------------
@@ -313,7 +289,7 @@ class Document:
         old = self.text
         if old == new_text:
             return
-        pre, suf = _common_affixes(old, new_text)
+        pre, suf = common_affixes(old, new_text)
         start = utf8_len(old[:pre])
         end = start + utf8_len(old[pre : len(old) - suf])
         self._set_text(new_text, TextEdit(Span(start, end), new_text[pre : len(new_text) - suf]))

@@ -52,6 +52,15 @@ def _same_as_cold(doc: Document) -> None:
     assert _observed(a.module) == _observed(ref.module)
 
 
+def _replaced(doc: Document, needle: str, new: str) -> None:
+    """The first ``needle`` replaced by ``new`` in a new version, analysed as a cold open
+    would be."""
+    start = doc.text.index(needle)
+    doc.edit(Span(start, start + len(needle)), new)
+    doc.version += 1
+    _same_as_cold(doc)
+
+
 def _edit(rng: random.Random, doc: Document, version: int) -> None:
     text = doc.text
     i = rng.randrange(len(text) + 1)
@@ -213,18 +222,13 @@ def test_keystrokes_next_to_a_call_cycle_and_a_failing_callee_match_a_cold_analy
     )
     doc = Document("file:///cycle.kera", text, 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new in [
         ("+ mid(3.0)", "+ mid(4.0)"),  # next to a call into the cycle
         ("x * 2.0", "y * 2.0"),  # `leaf` stops lowering: `mid` is lowered again
         ("y * 2.0", "x * 3.0"),  # and starts again
         ("leaf(x) + 1.0", "leaf(x) + 1.5"),
     ]:
-        start = doc.text.index(needle)
-        version += 1
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
     assert doc.lowerings["function"] == 4
 
 
@@ -244,7 +248,6 @@ def test_a_call_typed_renamed_or_deleted_redoes_the_function_and_matches_a_cold_
     )
     doc = Document("file:///calls.kera", text, 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new, alone in [
         ("leaf(x) + 1.0", "leafq(x) + 1.0", True),  # an unknown name: a call lost
         ("leafq(x) + 1.0", "other(x) + 1.0", True),  # a function lowered before it: gained
@@ -257,12 +260,8 @@ def test_a_call_typed_renamed_or_deleted_redoes_the_function_and_matches_a_cold_
         ("pick(x)", "leaf(x) * 2.0", False),
         ("mid(3.0)", "leaf(3.0)", True),  # `top` loses `mid` and gains `leaf`
     ]:
-        start = doc.text.index(needle)
-        version += 1
         before = dict(doc.lowerings)
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
         if alone:
             assert doc.lowerings["function"] == before["function"] + 1, needle
 
@@ -274,18 +273,13 @@ def test_keystrokes_in_a_generic_body_redo_its_instances_and_match_a_cold_analys
     path = next(p for p in EXAMPLES if p.stem == "generic")
     doc = Document("file:///generic.kera", path.read_text(), 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new in [
         ("let mut s = 0.0;", "let mut s = 0.00;"),
         ("s += x[i] * x[i];", "s += x[i] * x[i] * 2.0;"),
         ("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + 1;"),  # an error for every instance
         ("y[i] = a * x[i] + 1;", "y[i] = a * x[i] + y[i] + a;"),
     ]:
-        start = doc.text.index(needle)
-        version += 1
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
     assert doc.lowerings == {"function": 4, "module": 1}
 
 
@@ -301,7 +295,6 @@ def test_keystrokes_in_a_duplicate_definition_move_its_diagnostic_and_match_a_co
     )
     doc = Document("file:///twice.kera", text, 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new in [
         ("{ 2.0 }", "{ 2.50 }"),  # the duplicate's body
         ("{ 2.50 }", "{ 2.0 + 1.0 }"),
@@ -311,11 +304,7 @@ def test_keystrokes_in_a_duplicate_definition_move_its_diagnostic_and_match_a_co
         ("fn f() -> f32 { 1.5 }", "fn f()  -> f32 { 1.5 }"),  # after the name pointed at
         ("fn f()  -> f32", "fn ff()  -> f32"),  # the name: the module is lowered again
     ]:
-        start = doc.text.index(needle)
-        version += 1
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
     assert doc.lowerings == {"function": 6, "module": 2}
 
 
@@ -422,7 +411,6 @@ def test_a_signature_edit_redoes_the_function_and_what_names_it_only():
     )
     doc = Document("file:///sig.kera", text, 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new in [
         ("leaf(x: f32)", "leaf(x: f64)"),  # mid's and top's calls no longer match
         ("leaf(x: f64)", "leaf(x: f32)"),
@@ -431,12 +419,8 @@ def test_a_signature_edit_redoes_the_function_and_what_names_it_only():
         ("leaf(z: f32) -> i32", "leaf(x: f32) -> f32"),
         ("other(y: i32)", "other(y: i64)"),
     ]:
-        start = doc.text.index(needle)
-        version += 1
         before = doc.cache.lowered
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
         redone = doc.cache.lowered - before
         # leaf, mid and top at most; mid and top twice (by shape, then final) while their
         # call's mismatch points into leaf: such a lowering is never reused (module._reusable)
@@ -462,7 +446,6 @@ def test_struct_and_constant_edits_redo_what_names_them_transitively():
     )
     doc = Document("file:///decl.kera", text, 1)
     _same_as_cold(doc)
-    version = 1
     for needle, new, most in [
         ("BASE: i64 = 4", "BASE: i64 = 5", 1),  # `reads` reads it through TWICE
         ("BASE: i64 = 5", "BASE: i64 = 1 / 0", 1),  # a failing constant
@@ -474,12 +457,8 @@ def test_struct_and_constant_edits_redo_what_names_them_transitively():
         ("struct Q { n: i64 }", "struct Q { n: i32 }", 1),  # ORIGIN's type changes
         ("struct Q { n: i32 }", "struct Q { n: i64 }", 1),
     ]:
-        start = doc.text.index(needle)
-        version += 1
         before = doc.cache.lowered
-        doc.edit(Span(start, start + len(needle)), new)
-        doc.version = version
-        _same_as_cold(doc)
+        _replaced(doc, needle, new)
         assert doc.cache.lowered - before <= most, needle
     assert doc.lowerings["module"] == 1  # only the open lowered the module
 

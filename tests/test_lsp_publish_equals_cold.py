@@ -109,15 +109,21 @@ def apply_edits(text: str, edits, enc: str, check_every: int = 1) -> str:
     return text
 
 
-EDITS = st.lists(
-    st.tuples(
-        st.one_of(st.integers(0, len(BASE)), st.just(0), st.just(10**6)),  # start, end, anywhere
-        st.integers(0, 12),
-        st.lists(st.sampled_from(PIECES), max_size=3).map("".join),
-    ),
-    min_size=1,
-    max_size=8,
-)
+def _edit_lists(where, longest: int, pieces: list[str], most: int):
+    """Lists of 1 to 8 edits: (where, how many characters it replaces, what it types)."""
+    return st.lists(
+        st.tuples(
+            where,
+            st.integers(0, longest),
+            st.lists(st.sampled_from(pieces), max_size=most).map("".join),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+
+
+# start, end, anywhere
+EDITS = _edit_lists(st.one_of(st.integers(0, len(BASE)), st.just(0), st.just(10**6)), 12, PIECES, 3)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,15 +148,7 @@ def _long_body(statements: int) -> str:
 
 LONG = BASE + _long_body(150)
 LONG_PIECES = [*PIECES, " let z = 1.5;", " acc = acc * z;", "(", ")", "let ", "0"]
-LONG_EDITS = st.lists(
-    st.tuples(
-        st.integers(len(BASE), len(LONG)),  # in the long function
-        st.integers(0, 6),
-        st.lists(st.sampled_from(LONG_PIECES), max_size=2).map("".join),
-    ),
-    min_size=1,
-    max_size=8,
-)
+LONG_EDITS = _edit_lists(st.integers(len(BASE), len(LONG)), 6, LONG_PIECES, 2)  # in the long fn
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

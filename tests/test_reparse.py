@@ -57,6 +57,12 @@ edits = st.lists(
 @given(edits)
 @example([(0.625, 0, ["{"]), (0.625, 1, [])])  # an error reported past the item's end
 def test_random_edit_sequences_match_full_parse(seq):
+    _edit_sequence(seq)
+
+
+def _edit_sequence(seq) -> None:
+    """``BASE`` edited by ``seq`` (where, as a fraction of the text; how many bytes; the
+    pieces typed), each reparse checked against a full parse."""
     p = kera_core.parse(BASE)
     for where, length, pieces in seq:
         raw = encode(p.text)
@@ -88,12 +94,7 @@ def test_random_edit_sequences_match_full_parse_with_every_block_long(seq):
     # every block counts as long: the statements around an edit are reparsed alone
     saved, reparse_mod.LONG_BLOCK = reparse_mod.LONG_BLOCK, 0
     try:
-        p = kera_core.parse(BASE)
-        for where, length, pieces in seq:
-            raw = encode(p.text)
-            s = _snap(raw, int(where * len(raw)))
-            e = _snap(raw, min(len(raw), s + length))
-            p, _ = _check(p, TextEdit(Span(s, e), "".join(pieces)))
+        _edit_sequence(seq)
     finally:
         reparse_mod.LONG_BLOCK = saved
 

@@ -121,7 +121,7 @@ def test_spliced_types_iterate_in_order_and_look_up_moved_keys():
     assert len(view) == len(want) == 45
     assert view == want and dict(view) == want
     assert view[(1007, 1012, "E")] == "u0" and view.get((1000, 1005, "E")) is None
-    sub = view._sliced(10, 20)
+    sub = view.sliced(10, 20)
     assert list(sub.items()) == list(want.items())[10:20]
     assert list(sub.moved(-3).items()) == [
         ((a - 3, b - 3, k), t) for (a, b, k), t in list(want.items())[10:20]

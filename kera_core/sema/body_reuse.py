@@ -62,7 +62,7 @@ from kera_core.sema.lower import FnLowering, LoweredFn, _is_untyped_float
 from kera_core.sema.lower_calls import AXIS_BUILTINS
 from kera_core.sema.lower_exits import has_return
 from kera_core.sema.spliced import SplicedTypes, SplicedUses
-from kera_core.source import Span
+from kera_core.source import Span, common_affixes
 from kera_core.syntax import ast
 from kera_core.syntax.kinds import SyntaxKind as K
 
@@ -699,7 +699,7 @@ def resume(
     them until the state converges), its graph made by ``build`` when read; None when there
     is no trace of this body under the same signatures, or the edit is not one it can take
     (the caller lowers the function whole, which records a new trace)."""
-    from kera_core.sema.incremental import Touched, _Cut
+    from kera_core.sema.incremental import Touched
 
     fn = sig.ast
     if fn is None or fn.body is None or sig.is_generic or sig.generic:
@@ -738,19 +738,9 @@ def resume(
         return None  # nothing changed in the body (not an edit this trace can take)
     offs_old = oc[k].child_offsets()
     start = body.offset + (offs_old[a] if a < lo else oc[k].text_len)
-    old_end = body.offset + (offs_old[lo - b] if lo - b < lo else oc[k].text_len)
     # the edit within them, to the byte (a name declared before it in the same statement
     # keeps its span)
-    was = "".join(map(str, old_ch[a : lo - b])).encode()
-    now = "".join(map(str, new_ch[a : hi - b])).encode()
-    pre = 0
-    most = min(len(was), len(now))
-    while pre < most and was[pre] == now[pre]:
-        pre += 1
-    suf = 0
-    while suf < most - pre and was[-1 - suf] == now[-1 - suf]:
-        suf += 1
-    cut = _Cut(start + pre, old_end - suf, len(now) - len(was))
+    cut = _cut_between(start, old_ch[a : lo - b], new_ch[a : hi - b])
     new_items = [i for i, c in enumerate(new_ch) if not c.is_token and c.kind in _STMT_KINDS]
     p = sum(1 for i in tr.items if i < a)
     last_old = sum(1 for i in tr.items if i < lo - b)
@@ -785,6 +775,17 @@ def resume(
     )  # fmt: skip
 
 
+def _cut_between(start: int, old: tuple, new: tuple):
+    """The edit that made the green elements ``new`` of ``old`` (both starting at ``start``),
+    narrowed to the bytes that differ."""
+    from kera_core.sema.incremental import _Cut
+
+    was = "".join(map(str, old)).encode()
+    now = "".join(map(str, new)).encode()
+    pre, suf = common_affixes(was, now)
+    return _Cut(start + pre, start + len(was) - suf, len(now) - len(was))
+
+
 #: What an edit in a function's doc comment changes, above its signature.
 _DOC_TRIVIA = frozenset({K.DOC_COMMENT, K.COMMENT, K.WHITESPACE})
 
@@ -795,20 +796,7 @@ def _doc_edited(
     """A keystroke in the doc comment of a traced function (the rest of it the same): its
     lowering is the trace's moved by the edit (lowering reads no comment; the doc goes into
     the provenance, made with the graph when read), and so is its ownership result."""
-    from kera_core.sema.incremental import _Cut
-
-    oc, nc = tr.green.children, fn.green.children
-    was = "".join(map(str, oc[:k])).encode()
-    now = "".join(map(str, nc[:k])).encode()
-    pre = 0
-    most = min(len(was), len(now))
-    while pre < most and was[pre] == now[pre]:
-        pre += 1
-    suf = 0
-    while suf < most - pre and was[-1 - suf] == now[-1 - suf]:
-        suf += 1
-    start = fn.offset
-    cut = _Cut(start + pre, start + len(was) - suf, len(now) - len(was))
+    cut = _cut_between(fn.offset, tr.green.children[:k], fn.green.children[:k])
     new = BodyTrace()
     for slot in BodyTrace.__slots__:
         setattr(new, slot, getattr(tr, slot))

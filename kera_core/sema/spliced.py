@@ -63,10 +63,44 @@ def _moved_use(u: Use, shift: int, cuts: tuple) -> Use:
     return Use(u.span.shifted(shift), u.kind, d, u.name, u.owner)
 
 
-class SplicedUses(Sequence):
+class _Parts:
+    """A view made of parts ``(base, lo, hi, move)``: entries ``lo`` to ``hi`` of ``base``,
+    each moved by ``move`` when read (``UNMOVED``: as stored)."""
+
+    __slots__ = ()
+    UNMOVED: object = None
+
+    @staticmethod
+    def _base(seq):
+        """``seq`` as the kind of base a part holds."""
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls, seq, lo: int = 0, hi: int | None = None):
+        """``seq``'s entries ``lo`` to ``hi`` as a view (a plain list or dict is one part,
+        not copied)."""
+        hi = len(seq) if hi is None else hi
+        if isinstance(seq, cls):
+            return seq.sliced(lo, hi)
+        return cls([(cls._base(seq), lo, hi, cls.UNMOVED)])
+
+    def sliced(self, lo: int, hi: int):
+        """Entries ``lo`` to ``hi`` of this view, as a view."""
+        out = []
+        start = 0
+        for base, a, b, move in self.parts:  # type: ignore[attr-defined]
+            s, e = max(lo - start, 0), min(hi - start, b - a)
+            if s < e:
+                out.append((base, a + s, a + e, move))
+            start += b - a
+        return type(self)(out)
+
+
+class SplicedUses(_Parts, Sequence):
     """Uses as parts ``(list, lo, hi, cuts)``: ``list[lo:hi]``, each moved by ``cuts``."""
 
     __slots__ = ("parts", "_starts", "_flat")
+    UNMOVED = ()
 
     def __init__(self, parts: list[tuple]) -> None:
         self.parts = [p for p in parts if p[2] > p[1]]
@@ -77,22 +111,8 @@ class SplicedUses(Sequence):
         self._flat: list | None = None
 
     @staticmethod
-    def of(seq, lo: int = 0, hi: int | None = None) -> SplicedUses:
-        """``seq[lo:hi]`` as a view (a plain list is taken as one part, not copied)."""
-        hi = len(seq) if hi is None else hi
-        if isinstance(seq, SplicedUses):
-            return seq._sliced(lo, hi)
-        if not isinstance(seq, list):
-            seq = list(seq)
-        return SplicedUses([(seq, lo, hi, ())])
-
-    def _sliced(self, lo: int, hi: int) -> SplicedUses:
-        out = []
-        for (base, a, b, cuts), start in zip(self.parts, self._starts, strict=False):
-            s, e = max(lo - start, 0), min(hi - start, b - a)
-            if s < e:
-                out.append((base, a + s, a + e, cuts))
-        return SplicedUses(out)
+    def _base(seq) -> list:
+        return seq if isinstance(seq, list) else list(seq)
 
     def moved(self, cut) -> SplicedUses:
         """This view after one more edit before all of it."""
@@ -121,7 +141,7 @@ class SplicedUses(Sequence):
             lo, hi, step = i.indices(len(self))
             if step != 1:
                 return list(self)[i]
-            return self._sliced(lo, hi)
+            return self.sliced(lo, hi)
         if self._flat is None:
             self._flat = list(self)
         return self._flat[i]
@@ -139,12 +159,13 @@ def unmoved_uses(uses) -> Iterator[Use]:
     return uses.unmoved() if isinstance(uses, SplicedUses) else iter(uses)
 
 
-class SplicedTypes(Mapping):
+class SplicedTypes(_Parts, Mapping):
     """Expression types as parts ``(dict, lo, hi, delta)``: the ``lo``-th to ``hi``-th
     entries of the dict, their keys' offsets moved by ``delta``. Iterated in order without a
     copy; looked up through one dict made when first needed."""
 
     __slots__ = ("parts", "_len", "_dict")
+    UNMOVED = 0
 
     def __init__(self, parts: list[tuple]) -> None:
         self.parts = [p for p in parts if p[2] > p[1]]
@@ -152,23 +173,8 @@ class SplicedTypes(Mapping):
         self._dict: dict | None = None
 
     @staticmethod
-    def of(types, lo: int = 0, hi: int | None = None) -> SplicedTypes:
-        hi = len(types) if hi is None else hi
-        if isinstance(types, SplicedTypes):
-            return types._sliced(lo, hi)
-        if not isinstance(types, dict):
-            types = dict(types.items())
-        return SplicedTypes([(types, lo, hi, 0)])
-
-    def _sliced(self, lo: int, hi: int) -> SplicedTypes:
-        out = []
-        start = 0
-        for base, a, b, delta in self.parts:
-            s, e = max(lo - start, 0), min(hi - start, b - a)
-            if s < e:
-                out.append((base, a + s, a + e, delta))
-            start += b - a
-        return SplicedTypes(out)
+    def _base(types) -> dict:
+        return types if isinstance(types, dict) else dict(types.items())
 
     def moved(self, delta: int) -> SplicedTypes:
         return SplicedTypes([(b, lo, hi, d + delta) for b, lo, hi, d in self.parts])

@@ -302,17 +302,16 @@ def _reparse_statements(
         lo -= 1
         while lo > 0 and children[lo].kind in _TRIVIA:
             lo -= 1
-        if lo < 1:  # from the block's first statement (the loop's top after the `{`)
+        at_top = lo < 1
+        if at_top:  # from the block's first statement (the loop's top after the `{`)
             lo = 1
             while lo < first and children[lo].kind in _TRIVIA:
                 lo += 1
-            start = base + offsets[lo]
-            if _significant_before(root, start, edit.span.start) < LOOKAHEAD:
-                return None
-            break
         start = base + offsets[lo]
         if _significant_before(root, start, edit.span.start) >= LOOKAHEAD:
             break
+        if at_top:
+            return None
     hi = last + 1  # the statement after the one the edit ends in
     while hi < n - 1 and children[hi].kind in _TRIVIA:
         hi += 1
@@ -326,53 +325,25 @@ def _reparse_statements(
     after = root.token_at_offset(end)  # the lookahead: tokens after `end`, unchanged
     if after is None or after.span.start != end:
         return None
-    ahead: list[SyntaxToken] = []
-    tok: SyntaxToken | None = after
-    seen = 0
-    while tok is not None and seen < LOOKAHEAD:
-        ahead.append(tok)
-        if tok.kind not in _TRIVIA:
-            seen += 1
-            if seen == 1:
-                boundary = tok.span  # the first token after the statements parsed
-        tok = tok.next_token()
-    if not seen:
+    ahead, boundary = _lookahead(after)  # (boundary: the first token after the statements)
+    if boundary is None:
         return None
     for d in old.diagnostics:
         if d.span.start == start or (
-            end <= d.span.start <= boundary.start and not d.code.startswith("K00")
+            end <= d.span.start <= boundary.span.start and not d.code.startswith("K00")
         ):
             return None  # reported at a boundary: which side's is ambiguous
         if d.span.start < start < d.span.end or d.span.start < end < d.span.end:
             return None
-    look_end = ahead[-1].span.end
-    lexed = lex(byte_slice(start, look_end + delta), base=start)
-    kinds = lexed.kinds
-    # the new tokens must end exactly at `end` (moved), the old lookahead tokens after it
-    n_new = len(kinds) - len(ahead)
-    if n_new < 1 or lexed.texts[n_new:] != [t.text for t in ahead]:
-        return None
-    if kinds[n_new:] != [t.kind for t in ahead]:
-        return None  # (an unterminated comment or string swallowed them)
-    if sum(map(utf8_len, lexed.texts[:n_new])) != end + delta - start:
-        return None
-    sig_before = sum(1 for k in kinds[:n_new] if k not in _TRIVIA)
     ancestors = sum(1 for _ in block.ancestors())
-    if 2 * ancestors + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
-        return None  # the depth limit could act differently in context
-    stopped_at_end = False
-
-    def rule(p: Parser) -> None:
-        nonlocal stopped_at_end
-        m = p.start()
-        stopped_at_end = grammar.statements(p, sig_before) and p.pos == sig_before
-        p.complete(m, K.BLOCK)
-
-    wrapper, parse_diags, _ = run_rule(lexed, rule, K.BLOCK, cache, base=start)
-    if not stopped_at_end or wrapper.kind != K.BLOCK:
+    parsed = _parse_synced(
+        byte_slice, start, end, delta, ahead, grammar.statements, K.BLOCK, cache, 2 * ancestors
+    )
+    if parsed is None:
         return None
-    if any(d.code in ("K0108", "K0109") or d.span.start >= end + delta for d in parse_diags):
-        return None  # stuck, or reported past the statements parsed (ambiguous, as above)
+    wrapper, parse_diags, lex_diags = parsed
+    if any(d.span.start >= end + delta for d in parse_diags):
+        return None  # reported past the statements parsed (ambiguous, as above)
     new_children = []
     size = 0
     for c in wrapper.children:
@@ -396,7 +367,6 @@ def _reparse_statements(
     new_offsets += [o + delta for o in offsets[hi + 1 :]] if delta else offsets[hi + 1 :]
     new_block._offsets = new_offsets
     new_root = _splice(block, new_block)
-    lex_diags = [d for d in lexed.diagnostics if d.span.start < end + delta]
     diags = _shift_diagnostics(old.diagnostics, start, end, delta, lex_diags + parse_diags)
     return Parse(new_text, new_root, diags)
 
@@ -410,6 +380,66 @@ def _significant_before(root: SyntaxNode, start: int, end: int) -> int:
         count += tok.kind not in _TRIVIA
         tok = tok.next_token()
     return count
+
+
+def _lookahead(tok: SyntaxToken | None) -> tuple[list[SyntaxToken], SyntaxToken | None]:
+    """``tok`` and the tokens after it up to ``LOOKAHEAD`` significant ones (all the parser
+    may look at past a boundary), and the first significant one among them."""
+    ahead: list[SyntaxToken] = []
+    first = None
+    seen = 0
+    while tok is not None and seen < LOOKAHEAD:
+        ahead.append(tok)
+        if tok.kind not in _TRIVIA:
+            seen += 1
+            first = first or tok
+        tok = tok.next_token()
+    return ahead, first
+
+
+def _parse_synced(
+    byte_slice: Callable[[int, int], str],
+    start: int,
+    end: int,
+    delta: int,
+    ahead: list[SyntaxToken],
+    loop: Callable[[Parser, int], bool],
+    kind: SyntaxKind,
+    cache: NodeCache,
+    depth: int,
+) -> tuple[GreenNode, list[Diagnostic], list[Diagnostic]] | None:
+    """The old text [start, end), now ``delta`` bytes longer, parsed by the grammar's
+    ``loop`` (``grammar.statements`` or ``grammar.items``) until it ends where that text
+    ends, the unchanged tokens ``ahead`` after it in the parser's view: the node of ``kind``
+    wrapping what it made (``ahead`` too, last), its parse diagnostics and the lexical ones
+    of the new text. None when the new text does not end at a token boundary followed by
+    ``ahead``, the loop does not stop there, it got stuck, or the depth limit could act
+    (``depth``: what the nesting around it adds)."""
+    look_end = ahead[-1].span.end if ahead else end
+    lexed = lex(byte_slice(start, look_end + delta), base=start)
+    kinds = lexed.kinds
+    n_new = len(kinds) - len(ahead)
+    if n_new < 1 or lexed.texts[n_new:] != [t.text for t in ahead]:
+        return None
+    if kinds[n_new:] != [t.kind for t in ahead]:
+        return None  # (an unterminated comment or string swallowed them)
+    if sum(map(utf8_len, lexed.texts[:n_new])) != end + delta - start:
+        return None
+    if depth + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
+        return None  # the depth limit could act differently in context
+    stop = sum(1 for k in kinds[:n_new] if k not in _TRIVIA)
+    stopped_at_end = False
+
+    def rule(p: Parser) -> None:
+        nonlocal stopped_at_end
+        m = p.start()
+        stopped_at_end = loop(p, stop) and p.pos == stop
+        p.complete(m, kind)
+
+    green, parse_diags, _ = run_rule(lexed, rule, kind, cache, base=start)
+    if not stopped_at_end or any(d.code in ("K0108", "K0109") for d in parse_diags):
+        return None
+    return green, parse_diags, [d for d in lexed.diagnostics if d.span.start < end + delta]
 
 
 _ITEMS = frozenset({K.FN, K.STRUCT, K.CONST})
@@ -444,23 +474,11 @@ def _reparse_item(
         return None
     if not (first.span.start <= edit.span.start and edit.span.end <= last.span.start):
         return None
-    ahead: list[SyntaxToken] = []
-    tok = last.next_token()
-    seen = 0
-    boundary = None  # the next item's first token
-    while tok is not None and seen < LOOKAHEAD:
-        ahead.append(tok)
-        if tok.kind not in _TRIVIA:
-            seen += 1
-            if boundary is None:
-                boundary = tok
-        tok = tok.next_token()
+    ahead, boundary = _lookahead(last.next_token())  # (boundary: the next item's first)
     if boundary is not None and boundary.kind not in ITEM_FIRST:
         return None  # a stray token after it: recovery may have run across
     at = boundary.span.start if boundary is not None else root.green.text_len
-    lead = root.token_at_offset(span.start)  # its first significant token (`pub`, `fn`, …)
-    while lead is not None and lead.kind in _TRIVIA:
-        lead = lead.next_token()
+    lead = _lookahead(root.token_at_offset(span.start))[1]  # its first: `pub`, `fn`, …
     if lead is None:
         return None
     for d in old.diagnostics:
@@ -470,37 +488,19 @@ def _reparse_item(
             return None
     delta = len(encode(edit.new_text)) - len(edit.span)
     end = span.end + delta
-    look_end = ahead[-1].span.end if ahead else span.end
-    lexed = lex(byte_slice(span.start, look_end + delta), base=span.start)
-    kinds = lexed.kinds
-    n_new = len(kinds) - len(ahead)
-    if n_new < 1 or lexed.texts[n_new:] != [t.text for t in ahead]:
+    parsed = _parse_synced(
+        byte_slice, span.start, span.end, delta, ahead, grammar.items, K.SOURCE_FILE, cache, 2
+    )
+    if parsed is None or not parsed[0].children:
         return None
-    if kinds[n_new:] != [t.kind for t in ahead]:
-        return None
-    if sum(map(utf8_len, lexed.texts[:n_new])) != end - span.start:
-        return None
-    if 2 + 2 * _max_nesting(kinds) + 8 >= MAX_DEPTH:
-        return None  # the depth limit could act differently in context
-    sig_before = sum(1 for k in kinds[:n_new] if k not in _TRIVIA)
-    stopped_at_end = False
-
-    def rule(p: Parser) -> None:
-        nonlocal stopped_at_end
-        m = p.start()
-        stopped_at_end = grammar.items(p, sig_before) and p.pos == sig_before
-        p.complete(m, K.SOURCE_FILE)
-
-    green, parse_diags, _ = run_rule(lexed, rule, K.SOURCE_FILE, cache, base=span.start)
-    if not stopped_at_end or not green.children:
-        return None
+    green, parse_diags, lex_diags = parsed
     item = green.children[0]
     if item.is_token or item.kind != node.kind or item.text_len != end - span.start:
         return None
-    if any(d.code in ("K0108", "K0109") or d.span.start > at + delta for d in parse_diags):
+    if any(d.span.start > at + delta for d in parse_diags):
         return None
     new_root = _splice(node, item)  # type: ignore[arg-type]
-    diags = [d for d in lexed.diagnostics if d.span.start < end] + parse_diags
+    diags = lex_diags + parse_diags
     for d in old.diagnostics:
         if d.span.start < span.start:
             diags.append(d)
