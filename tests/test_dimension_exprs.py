@@ -464,8 +464,8 @@ CALLS = {"roundtrip", "halves", "first", "cycle", "cycle3", "drop2", "fixed"}
 
 
 def test_verilog_agrees(program) -> None:
-    """The hardware target, on the functions without calls (it inlines none: `unsupported`
-    says so for the others), at the smaller sizes (it simulates)."""
+    """The hardware target, on the functions without calls (a call that binds dimension
+    expressions is not inlined: `unsupported` says so), at the smaller sizes (it simulates)."""
     t = runnable_target("verilog")
     for fn, n, inputs in cases():
         why = t.unsupported(program.graph, fn)

@@ -332,11 +332,11 @@ pub fn shout(x: f32) -> f32 ! io {
     print(x);
     x
 }
-pub fn twice(x: f32) -> f32 {
-    helper(x) + 1.0
+pub fn twice(x: i64) -> i64 {
+    helper(x) + 1
 }
-fn helper(x: f32) -> f32 {
-    x * 2.0
+fn helper(x: i64) -> i64 {
+    100 / x
 }
 pub fn fmod[N](x: &f32[N]) -> f32[N] {
     x % 3.0
@@ -353,6 +353,36 @@ def test_unsupported_constructs_are_refused_with_a_reason() -> None:
             TARGET.lower(m.graph, None, fn)
         assert "not supported by the verilog target" in TARGET.preview(m.graph, None, fn)
     assert TARGET.unsupported(m.graph, None)
+
+
+CALLS = """
+fn scaled[N](x: &f32[N], k: f32) -> f32[N] {
+    x * k + 1.0
+}
+pub fn uses_helpers[N](x: &f32[N]) -> f32[N] {
+    scaled(x, 2.0) * scaled(x, 0.5)
+}
+pub fn next(a: i64) -> i64 {
+    a * 3 + 1
+}
+pub fn chained(a: i64) -> i64 {
+    next(next(a)) - next(a)
+}
+"""
+
+
+def test_calls_are_inlined_and_simulate_as_the_interpreter() -> None:
+    # private and exported callees, nested: one module with every call inlined (a call
+    # whose callee could stop at it with a checked error stays, refused: above)
+    _need_iverilog()
+    m = _module(CALLS)
+    for fn in ("uses_helpers", "chained"):
+        assert TARGET.unsupported(m.graph, fn) == [], fn
+    x = (np.arange(5, dtype=np.float32) - 2.0) * np.float32(0.37)
+    ref, got = _both(m, "uses_helpers", {"x": x}, {"N": 5})
+    assert got == ref and ref[0] != "error"
+    ref, got = _both(m, "chained", {"a": np.int64(41)}, {})
+    assert got == ref and ref[0] != "error"
 
 
 def test_artifact_carries_the_fingerprint_and_the_loop_report() -> None:

@@ -16,8 +16,9 @@ one where a dimension expression (`N + 1`) is involved — in a parameter, an ar
 anywhere in the callee's types — since binding it or entering the callee checks it.
 
 Only private functions with at most ``max_nodes`` non-leaf nodes whose body cannot fail
-at the call site are inlined (see ``replacement_safe``), so no checked error moves. A
-private function whose every call was inlined is removed from the graph; exported
+at the call site are inlined (see ``replacement_safe``), so no checked error moves; with
+``exported``, exported ones too (a target without calls — verilog — inlines every call it
+can). A private function whose every call was inlined is removed from the graph; exported
 functions are never removed (they are the graph's identity).
 """
 
@@ -67,8 +68,9 @@ def bind(binding: dict[int, Dim], callee_t: Type, arg_t: Type) -> bool:
 class Inline(RegionPass):
     name = "inline"
 
-    def __init__(self, max_nodes: int = 48) -> None:
+    def __init__(self, max_nodes: int = 48, exported: bool = False) -> None:
         self.max_nodes = max_nodes
+        self.exported = exported
 
     def start(self, g: Graph) -> None:
         self.called_before = {h for h, c in call_counts(g).items() if c}
@@ -92,8 +94,10 @@ class Inline(RegionPass):
         if n.op != "call":
             return None
         f = self.an.fns.get(n.attr("callee"))
-        if f is None or f.exported or f.component is not None or self.size(f) > self.max_nodes:
+        if f is None or (f.exported and not self.exported) or f.component is not None:
             # (a recursive function's body names its component's members by position)
+            return None
+        if self.size(f) > self.max_nodes:
             return None
         args = n.inputs[1:] if f.type.effects else n.inputs
         binding: dict[int, Dim] = {}

@@ -29,6 +29,7 @@ The module (docs/targets/verilog.md has the whole interface):
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ from kera_core.loops import NotLowered
 from kera_core.loops.ir import Buf, LFunction, Var
 from kera_core.loops.lower import program_of
 from kera_core.loops.target import FIXED_MEMORIES
+from kera_core.opt.inline import Inline
+from kera_core.opt.manager import optimize
 
 from . import datapath as D
 from .float_units import SOURCES, UNITS
@@ -89,12 +92,22 @@ def compiled(graph: Graph, fn: str) -> Design:
     if got is not None:
         _CACHE.move_to_end(key)
         return got
-    prog = program_of(graph, fn, FIXED_MEMORIES)  # a circuit's RAMs cannot trade places
+    # a circuit's RAMs cannot trade places; it has no call stack: its callees inlined
+    prog = program_of(_inlined(graph, fn), fn, FIXED_MEMORIES)
     design = build(prog.functions[fn])
     _CACHE[key] = design
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
     return design
+
+
+def _inlined(graph: Graph, fn: str) -> Graph:
+    """``graph`` with every call ``fn`` reaches inlined where the optimizer's inliner may
+    (any size, exported callees too; a call whose callee could fail at it keeps its checked
+    error where it is, and stays: refused below). The same bits by the optimizer's contract."""
+    if not any(n.op == "call" for n in graph.nodes.values()):
+        return graph
+    return optimize(graph, [Inline(max_nodes=sys.maxsize, exported=True)]).graph
 
 
 def unsupported(graph: Graph, fn: str) -> list[str]:

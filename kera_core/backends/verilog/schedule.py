@@ -261,7 +261,11 @@ class Schedule:
         if t is Copy:
             return self.copy(s, k)
         if t is Call:
-            raise D.NotSupported("calls between functions (inline the callee)")
+            # (every call the optimizer's inliner may take was inlined: compile._inlined)
+            raise D.NotSupported(
+                "calls between functions where the callee could stop with a checked error at"
+                " the call, or binds dimension expressions (not inlined)"
+            )
         if t is Print:
             raise D.NotSupported("print")
         raise D.NotSupported(f"the statement {t.__name__}")
