@@ -247,7 +247,10 @@ class WasmInstance:
         self._alloc = ex["kera_alloc"]
         self.slots: dict[str, list[int]] = {}  # a parameter's flattened argument positions
         self.mutable: list[tuple[int, np.ndarray]] = []  # (address, input) of `&mut` buffers
-        self.args: list = []
+        # the dimensions first (a function may have dimensions and no value parameters:
+        # `fn fresh[N]() -> T[N]`), then every value parameter's slots, filled by `_put`
+        self.args: list = [int(bound[i]) for i in range(self.fn.type.n_dims)]
+        self.args += [None] * sum(len(g) for g in self.lf.params)
         for k, v in enumerate(vals):
             self._put(k, v)
 
@@ -273,9 +276,6 @@ class WasmInstance:
         group = self.lf.params[k]
         leaves: list = []
         flatten_value(t, v, leaves)
-        if not self.args:
-            self.args = [int(self.bound[i]) for i in range(self.fn.type.n_dims)]
-            self.args += [None] * sum(len(g) for g in self.lf.params)
         first = self.fn.type.n_dims + sum(len(g) for g in self.lf.params[:k])
         for j, (x, val) in enumerate(zip(group, leaves, strict=True)):
             slot = first + j
