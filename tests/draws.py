@@ -28,14 +28,19 @@ SEARCH = settings(
 )
 
 
+def assert_reaches(strategy: st.SearchStrategy[T], goals: dict[str, Callable[[T], bool]]) -> None:
+    """Each goal holds for some drawn example (searched for on its own)."""
+    missing = []
+    for name, holds in goals.items():
+        try:
+            find(strategy, holds, settings=SEARCH)
+        except NoSuchExample:
+            missing.append(name)
+    assert not missing, f"the generator no longer reaches {missing}"
+
+
 def assert_draws(
     strategy: st.SearchStrategy[T], render: Callable[[T], str], constructs: Iterable[str]
 ) -> None:
     """Each of `constructs` (a substring of the rendered text) occurs in some drawn example."""
-    missing = []
-    for construct in constructs:
-        try:
-            find(strategy, lambda ex, c=construct: c in render(ex), settings=SEARCH)
-        except NoSuchExample:
-            missing.append(construct)
-    assert not missing, f"the generator no longer draws {missing}"
+    assert_reaches(strategy, {c: (lambda ex, c=c: c in render(ex)) for c in constructs})
