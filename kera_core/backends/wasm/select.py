@@ -278,7 +278,9 @@ class FunctionSelector:
         """The byte address of element ``index`` (an ``i64`` operand) of ``b``."""
         base = self.get(b)
         if isinstance(index, Imm):
-            off = (index.bits & ((1 << 64) - 1)) * size(b.elem)
+            # wrapped to 32 bits like a computed index (the address of an element past the
+            # end is never used: the bounds check before it fails first)
+            off = _i32(index.bits * size(b.elem))
             return base if off == 0 else f"(i32.add {base} (i32.const {off}))"
         i = f"(i32.wrap_i64 {self.get(index)})"
         w = size(b.elem)
