@@ -155,7 +155,10 @@ class Interpreter:
                 n = int(self.val(s.buf.size, env))
                 if s.buf.id in bufs:
                     raise LoopProgramError(f"{s.buf!r} allocated twice")
-                arr = np.zeros(n, dtype=DTYPES[s.buf.elem])
+                # a fresh buffer's contents are undefined (docs/lowering.md): 0xA5 bytes,
+                # so a read of an element never written gives bits no program computes
+                arr = np.full(n * np.dtype(DTYPES[s.buf.elem]).itemsize, 0xA5, np.uint8)
+                arr = arr.view(DTYPES[s.buf.elem])
                 bufs[s.buf.id] = arr
                 self.live_bytes += arr.nbytes
                 self.peak_bytes = max(self.peak_bytes, self.live_bytes)
