@@ -136,7 +136,9 @@ def test_reductions_at_tile_and_lane_boundaries(n: int) -> None:
             agree(m, m.graph, f.name, n, n, adversarial, GRID)
 
 
-@pytest.mark.parametrize("tiles", [2, 3, 5, 6, 7, 9, 12, 13, 16, 17, 23, 33])
+@pytest.mark.parametrize(
+    "tiles", [2, 3, 5, 6, 7, 9, 12, 13, 16, 17, 23, 31, 32, 33, 255, 256, 257, 300]
+)
 def test_the_level_tree_is_the_left_complete_tile_tree(tiles: int) -> None:
     """The grid shape's tile tree (pairs at distance 1, 2, 4, …) against the reference's
     recursive left-complete tree, at tile counts around and between powers of two, with a

@@ -214,7 +214,7 @@ def test_the_grid_lowering_shapes_reach_the_kernel() -> None:
 
     m = _module(GRID_CASES)
     loops = {li.var.split(".")[0]: li.mapped for li in P.compiled(m.graph, "total").selected.loops}
-    assert loops == {"%lane": True, "%tile": True, "%pair": True}, loops
+    assert loops == {"%lane": True, "%tile": True, "%run": True}, loops
     (mm,) = P.compiled(m.graph, "mm").selected.loops
     assert mm.var.startswith("%ij") and mm.mapped
     art = P.artifact_text(m.graph, "total")

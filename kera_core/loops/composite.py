@@ -231,25 +231,44 @@ def canonical_sum(e: Emitter, n: Operand, get: Get, t: str) -> Var:
     return _canonical_sum_streaming(e, n, get, t)
 
 
+TREE_LEVELS = 4  # the grid shape's level tree: levels combined per parallel pass
+
+
 def _level_tree(e: Emitter, vals, m: Operand, combine) -> None:
     """Combine vals[0..m) in place by the left-complete tree of §7.1, level by level:
     at distance d = 1, 2, 4, … each vals[2d·k] takes combine(vals[2d·k], vals[2d·k + d])
-    where that partner exists — one parallel loop per level. (Every node of the
-    left-complete tree covers an aligned run [2^l·k, min(2^l·(k+1), m)); pairing aligned
-    runs level by level, an odd last run carried up unchanged, builds exactly those nodes.)
-    The result is vals[0]. 63 levels cover any m < 2^63; a level past m does nothing."""
+    where that partner exists. (Every node of the left-complete tree covers an aligned run
+    [2^l·k, min(2^l·(k+1), m)); pairing aligned runs level by level, an odd last run carried
+    up unchanged, builds exactly those nodes.) The result is vals[0].
+
+    One parallel loop does TREE_LEVELS levels: iteration k owns the aligned run of
+    2^TREE_LEVELS values at distance d starting at vals[k·2^TREE_LEVELS·d] and does those
+    levels inside it in order — the same combines on the same operands as one pass per
+    level (a level only pairs values inside one such run), with a barrier every
+    TREE_LEVELS levels instead of every level (17 levels at 10⁸ elements: 5 passes). 64
+    levels cover any m < 2^63; a pass past m does nothing."""
     dist = e.var("i64", "dist")
     e.assign(dist, imm("i64", 1))
-    with e.loop(imm("i64", 0), imm("i64", 63), name="level"):
+    runs = 1 << TREE_LEVELS
+    with e.loop(imm("i64", 0), imm("i64", 64 // TREE_LEVELS), name="level"):
         with e.block() as then:
-            span = e.op("add", dist, dist)
-            pairs = e.op("div", e.op("add", m, e.op("sub", span, imm("i64", 1))), span)
-            with e.loop(imm("i64", 0), pairs, mark="parallel", name="pair") as k:
-                a = e.op("mul", k, span)
-                b = e.op("add", a, dist)
-                with e.block() as has_partner:
-                    e.store(vals, a, combine(e.load(vals, a), e.load(vals, b)))
-                e.emit(If(e.op("lt", b, m), has_partner, []))
+            span = e.op("mul", dist, imm("i64", runs))
+            groups = e.op("div", e.op("add", m, e.op("sub", span, imm("i64", 1))), span)
+            with e.loop(imm("i64", 0), groups, mark="parallel", name="run") as k:
+                first = e.op("mul", k, span)
+                for level in range(TREE_LEVELS):
+                    step = 1 << level  # the distance inside the run, in units of dist
+                    d = e.op("mul", dist, imm("i64", step))
+                    for i in range(runs // (2 * step)):
+                        a = (
+                            first
+                            if i == 0
+                            else e.op("add", first, e.op("mul", dist, imm("i64", 2 * step * i)))
+                        )
+                        b = e.op("add", a, d)
+                        with e.block() as has_partner:
+                            e.store(vals, a, combine(e.load(vals, a), e.load(vals, b)))
+                        e.emit(If(e.op("lt", b, m), has_partner, []))
             e.assign(dist, span)
         e.emit(If(e.op("lt", dist, m), then, []))
 
