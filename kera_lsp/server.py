@@ -44,7 +44,7 @@ from pygls.uris import to_fs_path
 
 from kera_core import __version__
 from kera_core.cancel import Abandoned, watching
-from kera_core.stack import deep_recursion
+from kera_core.stack import deep_recursion, start_deep_thread
 from kera_core.workspace import Analysis, Document, Workspace
 
 log = logging.getLogger("kera_lsp")
@@ -181,9 +181,6 @@ class IdleGC:
         log.debug("idle gc: %d unreachable objects, %.1f ms", found, dt * 1000)
 
 
-WORKER_STACK_BYTES = 256 * 1024 * 1024  # reserved address space; pages are touched on use
-
-
 class Worker:
     """One daemon thread running jobs in submission order (a stuck job never blocks exit)."""
 
@@ -194,12 +191,7 @@ class Worker:
         self.idle_gc: IdleGC | None = None  # see IdleGC; set by kera_lsp.run
         # Deep trees are walked recursively (kera_core.stack): give the worker a large C
         # stack too, for the frames that pass through C (generators, comparisons).
-        old = threading.stack_size(WORKER_STACK_BYTES)
-        try:
-            self._thread = threading.Thread(target=self._loop, name="kera-worker", daemon=True)
-            self._thread.start()
-        finally:
-            threading.stack_size(old)
+        self._thread = start_deep_thread(self._loop, "kera-worker")
 
     def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
         fut: concurrent.futures.Future = concurrent.futures.Future()

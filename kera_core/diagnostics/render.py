@@ -33,20 +33,32 @@ def _printable(s: str) -> str:
     return "".join(out)
 
 
+MAX_LINE = 160
+"""Characters of a source line a snippet shows; a longer line is cut around the span."""
+CONTEXT = 40
+"""Characters kept before the span when a long line is cut."""
+
+
 def _snippet(index: LineIndex, start: int, end: int, label: str, mark: str) -> list[str]:
     line, _ = index.to_chars(start)
     end_line, _ = index.to_chars(max(start, end - 1) if end > start else start)
-    text = index.line_text(line)
     ls = index.line_start(line)
     pre = _printable(_slice_line(index, line, ls, start))
-    if end_line == line:
-        seg = _printable(_slice_line(index, line, start, end))
-    else:
-        seg = _printable(_slice_line(index, line, start, ls + 10**9))
+    seg_end = end if end_line == line else ls + 10**9
+    seg = _printable(_slice_line(index, line, start, seg_end))
+    post = _printable(_slice_line(index, line, max(start, seg_end), ls + 10**9))
+    if len(pre) + len(seg) + len(post) > MAX_LINE:  # a long line: a window around the span
+        if len(pre) > CONTEXT:
+            pre = "…" + pre[-CONTEXT:]
+        room = max(1, MAX_LINE - len(pre))
+        if len(seg) > room:
+            seg, post = seg[:room], "…"
+        elif len(post) > room - len(seg):
+            post = post[: room - len(seg)] + "…"
     gutter = str(line + 1)
     pad = " " * len(gutter)
     caret = " " * _display_width(pre) + mark * max(1, _display_width(seg))
-    lines = [f"{pad} |", f"{gutter} | {_printable(text)}", f"{pad} | {caret} {label}".rstrip()]
+    lines = [f"{pad} |", f"{gutter} | {pre}{seg}{post}", f"{pad} | {caret} {label}".rstrip()]
     return lines
 
 
