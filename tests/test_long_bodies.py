@@ -230,6 +230,27 @@ def _matches_cold(doc: Document, graph: bool) -> None:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_edits_in_a_long_body_resume_from_statements_and_match_a_cold_analysis(seed):
+    _edits_match_cold(seed)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_checkpoints_spaced_for_large_scopes_resume_as_well(seed, monkeypatch):
+    """Where the scopes hold many names the checkpoints are further apart than EVERY
+    statements (their copies would be quadratic); resuming from one of them is as exact.
+    SCOPE_RATIO made 1 spaces them by the scopes' size here."""
+    from kera_core.sema import body_reuse
+
+    monkeypatch.setattr(body_reuse, "SCOPE_RATIO", 1)
+    doc = Document("file:///mix.kera", _mixed_body(120, seed))
+    doc.analysis()
+    trace = doc.cache.bodies["long_mix"][0]
+    at = sorted(trace.checkpoints)
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    assert max(gaps) > body_reuse.EVERY, gaps
+    _edits_match_cold(seed)
+
+
+def _edits_match_cold(seed: int) -> None:
     """Random edits in one long body (first and last statement included; errors put in and
     taken out by undo; statements split and merged; a type changed; a move added) give the
     diagnostics, types and uses of a cold analysis after each edit, and its graph and

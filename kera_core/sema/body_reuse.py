@@ -8,7 +8,8 @@ uses hovers read); its graph is needed later (a fingerprint lens, a save, a buil
   statements is lowered whole (``lower_module``, the incremental path's fallback), the
   lowering records, per statement, how many diagnostics, uses and expression types existed
   before it, which names of the function's two outer scopes (parameters, body) it bound and
-  to what, and every :data:`EVERY` statements a copy of those scopes (a *checkpoint*).
+  to what, and every :data:`EVERY` statements (further apart in scopes of many names:
+  :func:`_due`) a copy of those scopes (a *checkpoint*).
 * **Resuming after an edit.** The edited statements are found by green-node identity in the
   body block's children. The lowering restarts at the last checkpoint at or before the
   first of them (earlier, when an untyped float `let` before it takes its type from the
@@ -68,8 +69,13 @@ from kera_core.syntax.kinds import SyntaxKind as K
 
 #: bodies with fewer top-level statements are lowered whole (a trace would not pay)
 MIN_STATEMENTS = 64
-#: a checkpoint of the outer scopes every this many statements
+#: a checkpoint of the outer scopes every this many statements …
 EVERY = 16
+#: … or further apart where the scopes hold more than EVERY · SCOPE_RATIO names: a
+#: checkpoint copies the scopes, so copies every EVERY statements of a body that binds a
+#: new name in each were quadratic (80,000 `let`s: 4.7 s of copying); spaced so, the
+#: copies cost at most SCOPE_RATIO names per statement
+SCOPE_RATIO = 256
 #: a trace moved by more edits than this is made again (each restore replays the edits)
 MAX_EDITS = 512
 #: traces kept per function: the last versions lowered (an undo goes back to one of them,
@@ -262,9 +268,11 @@ class _Recording(FnLowering):
         log: list = []
         s0, s1 = _Tracked(frame.scopes[0], 0, log), _Tracked(frame.scopes[-1], 1, log)
         frame.scopes[0], frame.scopes[-1] = s0, s1
+        last = None
         for i, item in enumerate(items[:-1]):
-            if i % EVERY == 0:
+            if _due(i, last, s0, s1):
                 tr.checkpoints[i] = (0, dict(s0), dict(s1), ())
+                last = i
             tr.counts.append((len(self.diags), len(self.uses), len(self.expr_types)))
             _note_lookahead(tr, i, item)
             log.clear()
@@ -278,6 +286,14 @@ class _Recording(FnLowering):
             k for k, c in enumerate(tr.children) if not c.is_token and c.kind in _STMT_KINDS
         ]
         self.trace = tr
+
+
+def _due(i: int, last: int | None, s0: Scope, s1: Scope) -> bool:
+    """Is a checkpoint due before statement ``i``, the last one taken before ``last``?"""
+    if last is None:
+        return True
+    gap = i - last
+    return gap >= EVERY and gap * SCOPE_RATIO >= len(s0) + len(s1)
 
 
 def _note_lookahead(tr: BodyTrace, i: int, item) -> None:
@@ -409,10 +425,12 @@ class _Resumed(FnLowering):
         new.inserted = old.inserted[:r]
         new.lookahead = [x for x in old.lookahead if x[0] < r]
         j = r
+        last = r
         while j < n_new:
             item = items[j]
-            if j % EVERY == 0 and j not in new.checkpoints:
+            if j not in new.checkpoints and _due(j, last, s0, s1):
                 new.checkpoints[j] = (epoch, dict(s0), dict(s1), ())
+                last = j
             new.counts.append(self._counts())
             _note_lookahead(new, j, item)
             if j >= r and reads_values(item.syntax.green):
