@@ -145,10 +145,13 @@ def check_constants(env: ModuleEnv) -> list[Diagnostic]:
         else:
             refs[name] = r
     bad |= _cycles(env, refs, diags)
+    # the checks share their nodes and their inlined constants: each constant is lowered
+    # once in all (a chain `const C2 = C1 + 1; …` lowered its whole prefix per constant)
+    shared: tuple[dict, dict, dict] = ({}, {}, {})
     for name, c in env.consts.items():
         if name in bad or c.value is None or c.type is None:
             continue
-        diags += _lowered_and_evaluated(env, name, bad, uses)
+        diags += _lowered_and_evaluated(env, name, bad, uses, shared)
     env.uses += initializer_uses_sorted(uses)
     return diags
 
@@ -188,17 +191,27 @@ def check_one_constant(
 
 
 def _lowered_and_evaluated(
-    env: ModuleEnv, name: str, bad: set[str], uses: list[Use] | None = None
+    env: ModuleEnv,
+    name: str,
+    bad: set[str],
+    uses: list[Use] | None = None,
+    shared: tuple[dict, dict, dict] | None = None,
 ) -> list[Diagnostic]:
     """Constant ``name``'s value lowered, checked against its type and evaluated: its
     diagnostics; ``bad`` gets it when one is an error, ``uses`` the uses in its value (the
-    names it reads; those inside another constant it reads are that constant's)."""
+    names it reads; those inside another constant it reads are that constant's). With
+    ``shared`` (nodes, inlined constants, which nodes reach a checked operation), the
+    lowering adds to those of the checks before it (an inlined constant's value is the same
+    node in every lowering)."""
     from kera_core.sema.lower import FnLowering
 
     c = env.consts[name]
     assert c.value is not None and c.type is not None
     sig = FnSig(name, FnType(0, (), c.type), (), (), False, c.span, c.name_span or c.span, "", None)  # type: ignore[arg-type]
     lw = FnLowering(env, sig, {})
+    checked: dict[bytes, bool] = {}
+    if shared is not None:
+        lw.nodes, lw._inlined, checked = shared
     lw.frame = Frame(None, [])
     v = lw.expr(c.value, c.type)
     if not v.is_err:
@@ -207,7 +220,7 @@ def _lowered_and_evaluated(
     if uses is not None:
         uses += lw.uses
     if not v.is_err and not any(d.is_error for d in lw.diags) and v.value is not None:
-        failed = _evaluation_error(lw, v.value, name, c.value.span)
+        failed = _evaluation_error(lw, v.value, name, c.value.span, checked)
         if failed is not None:
             mine.append(failed)
     if v.is_err or any(d.is_error for d in mine):
@@ -218,7 +231,9 @@ def _lowered_and_evaluated(
 _CHECKED = frozenset({"div", "rem", "cast"})  # the scalar operations with checked errors
 
 
-def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
+def _evaluation_error(
+    lw, value: Value, name: str, whole, checked: dict[bytes, bool] | None = None
+) -> Diagnostic | None:
     """Evaluate the lowered constant with the interpreter's handlers (so the compile-time
     value is the run-time one, bit for bit); the K0317 diagnostic of the first operation
     that fails, at that operation's span, or None when the value is computed.
@@ -226,14 +241,7 @@ def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
     Only a checked operation can fail (integer `/` and `%` by zero, a cast): a constant
     without one is not evaluated here, so checking a file need not load the interpreter
     (numpy) — `kera check` stays light."""
-    seen: set[bytes] = set()
-    todo = [value.node]
-    while todo:
-        h = todo.pop()
-        if h not in seen:
-            seen.add(h)
-            todo.extend(i.node for i in lw.nodes[h].inputs)
-    if not any(lw.nodes[h].op in _CHECKED for h in seen):
+    if not _reaches_checked(lw.nodes, value.node, {} if checked is None else checked):
         return None
     _, failure = _evaluate(lw, value)
     if failure is None:
@@ -246,6 +254,23 @@ def _evaluation_error(lw, value: Value, name: str, whole) -> Diagnostic | None:
         at,
         f"constant `{name}` cannot be evaluated: {ex.message} ({ex.code} at run time)",
     )
+
+
+def _reaches_checked(nodes: dict, root: bytes, memo: dict[bytes, bool]) -> bool:
+    """Does node ``root`` or one it reads make a checked operation? (``memo``: the answers
+    so far, by node, shared by the constants' checks: each node is asked about once.)"""
+    stack = [(root, False)]
+    while stack:
+        h, ready = stack.pop()
+        if h in memo:
+            continue
+        node = nodes[h]
+        if ready:
+            memo[h] = node.op in _CHECKED or any(memo[i.node] for i in node.inputs)
+            continue
+        stack.append((h, True))
+        stack.extend((i.node, False) for i in node.inputs if i.node not in memo)
+    return memo[root]
 
 
 def _evaluate(lw, value: Value) -> tuple[object, tuple[bytes, InterpError] | None]:

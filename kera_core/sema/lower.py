@@ -278,6 +278,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         self.uses: list[Use] = []
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
         self.foreign = 0  # > 0: lowering another file's constant (inline_const)
+        self._inlined: dict[int, Val] = {}  # inline_const memo (id of the ConstDef -> value)
         dim_spans = (
             tuple(d.span for d in sig.ast.dim_params)
             if sig.ast is not None and sig.dim_names  # one name per dimension parameter
@@ -1103,6 +1104,16 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         module's (sema/consts.py). An imported constant's initializer is in another file:
         its nodes get no span here, and its diagnostics are not this file's either."""
         assert c.value is not None and c.type is not None
+        # once per constant and lowering: an initializer names constants only, so its nodes
+        # read nothing of a region and hash-cons to the same nodes wherever it is lowered
+        # again (lowering it at each use was exponential: `const C2 = C1 + C1; …`)
+        hit = self._inlined.get(id(c))
+        if hit is not None:
+            return hit
+        v = self._inlined[id(c)] = self._inline_const(c, home)
+        return v
+
+    def _inline_const(self, c: ConstDef, home: ModuleEnv) -> Val:
         foreign = home is not self.env
         saved_env, saved_frame, saved_types = self.env, self.frame, self.expr_types
         n_uses, n_diags, self.foreign = len(self.uses), len(self.diags), self.foreign + foreign
