@@ -81,6 +81,22 @@ CHAINS = {
         "pub fn f0(a: i64) -> i64 { a }\n"
         + "".join(f"pub fn f{i}(a: i64) -> i64 {{ f{i - 1}(a) }}\n" for i in range(1, n))
     ),
+    # constants naming the one before (once, and twice: the latter was exponential)
+    "const_chain": lambda n: (
+        "const C0: i64 = 1;\n"
+        + "".join(f"const C{i}: i64 = C{i - 1} + {i};\n" for i in range(1, n))
+        + fn(f"a + C{n - 1}")
+    ),
+    "const_twice": lambda n: (
+        "const C0: i64 = 1;\n"
+        + "".join(f"const C{i}: i64 = C{i - 1} + C{i - 1};\n" for i in range(1, n))
+        + fn(f"a + C{n - 1}")
+    ),
+    "struct_chain": lambda n: (
+        "".join(f"struct S{i} {{ a: S{i + 1} }}\n" for i in range(n))
+        + f"struct S{n} {{ a: i64 }}\n"
+        + fn("a", "a: i64, s: S0")
+    ),
 }
 
 

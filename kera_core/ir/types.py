@@ -180,7 +180,7 @@ class RangeType(Type):
 
     def encode(self, w: Writer) -> None:
         w.u8(_TAG["range"])
-        self.elem.encode(w)
+        w.raw(self.elem.canonical)
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
         return f"range<{self.elem.name}>"
@@ -380,7 +380,7 @@ class Tensor(Type):
 
     def encode(self, w: Writer) -> None:
         w.u8(_TAG["tensor"])
-        self.elem.encode(w)
+        w.raw(self.elem.canonical)
         w.uvar(len(self.shape))
         for d in self.shape:
             encode_dim(w, d)
@@ -414,7 +414,7 @@ class Struct(Type):
         w.uvar(len(self.fields))
         for fname, ftype in self.fields:
             w.str(fname)
-            ftype.encode(w)
+            w.raw(ftype.canonical)  # cached on the type: a nested type encoded once
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
         if self.soa:
@@ -445,7 +445,7 @@ class Ref(Type):
     def encode(self, w: Writer) -> None:
         w.u8(_TAG["ref"])
         w.u8(1 if self.mutable else 0)
-        self.inner.encode(w)
+        w.raw(self.inner.canonical)
 
     def display(self, dim_names: tuple[str, ...] = ()) -> str:
         return ("&mut " if self.mutable else "&") + self.inner.display(dim_names)
@@ -463,8 +463,8 @@ class FnType(Type):
         w.uvar(self.n_dims)
         w.uvar(len(self.params))
         for p in self.params:
-            p.encode(w)
-        self.result.encode(w)
+            w.raw(p.canonical)
+        w.raw(self.result.canonical)
         w.uvar(len(self.effects))
         for e in self.effects:
             w.str(e)
