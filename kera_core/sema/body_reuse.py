@@ -59,7 +59,7 @@ from kera_core.ir.types import Prim, RangeType, Ref, Unit
 from kera_core.sema.deps import text_of
 from kera_core.sema.env import FnSig, ModuleEnv
 from kera_core.sema.frames import Binding, Scope
-from kera_core.sema.lower import FnLowering, LoweredFn, _is_untyped_float
+from kera_core.sema.lower import FnLowering, LoweredFn, _is_untyped_float, _is_untyped_int
 from kera_core.sema.lower_calls import AXIS_BUILTINS
 from kera_core.sema.lower_exits import has_return
 from kera_core.sema.spliced import SplicedTypes, SplicedUses
@@ -297,8 +297,12 @@ def _due(i: int, last: int | None, s0: Scope, s1: Scope) -> bool:
 
 
 def _note_lookahead(tr: BodyTrace, i: int, item) -> None:
-    """A `let x = 1.5;` takes its float type from the statements after it (§6.2)."""
-    if isinstance(item, ast.LetStmt) and item.type is None and _is_untyped_float(item.init):
+    """A `let x = 1.5;` or `let c = 0;` takes its type from the statements after it (§6.2)."""
+    if (
+        isinstance(item, ast.LetStmt)
+        and item.type is None
+        and (_is_untyped_float(item.init) or _is_untyped_int(item.init))
+    ):
         name = item.name
         if name is not None:
             tr.lookahead.append((i, name.text))

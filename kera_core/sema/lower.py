@@ -130,6 +130,21 @@ def _is_untyped_float(e: ast.Expr | None) -> bool:
     return _is_untyped_literal(e) and e.token.kind == K.FLOAT  # type: ignore[union-attr]
 
 
+def _is_untyped_int(e: ast.Expr | None) -> bool:
+    """An unsuffixed integer literal (or its negation/parenthesis), or an `if` whose every
+    branch ends in one (`if c { 1 } else { 0 }`): its type comes from the expected one."""
+    while isinstance(e, _WRAPPERS):
+        e = e.inner if isinstance(e, ast.ParenExpr) else e.operand
+    if isinstance(e, ast.IfExpr):
+        while isinstance(e, ast.IfExpr):
+            then, other = e.then_branch, e.else_branch
+            if then is None or other is None or not _is_untyped_int(then.tail):
+                return False
+            e = other if isinstance(other, ast.IfExpr) else other.tail  # type: ignore[assignment]
+        return _is_untyped_int(e)
+    return _is_untyped_literal(e) and e.token.kind == K.INT  # type: ignore[union-attr]
+
+
 def _is_untyped_literal(e: ast.Expr | None) -> bool:
     """A literal without suffix (or its negation/parenthesis): its type comes from context."""
     while isinstance(e, _WRAPPERS):
@@ -654,9 +669,16 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         finally:
             self.frame.scopes.pop()
 
-    def let(self, st: ast.LetStmt, items: list | None = None, after: int = 0) -> None:
-        """``let``; ``items[after:]`` are the statements of the block after it (copied only
-        where an unsuffixed float literal needs them: :meth:`float_type_of_use`)."""
+    def let(
+        self,
+        st: ast.LetStmt,
+        items: list | None = None,
+        after: int = 0,
+        block_expected: Type | None = None,
+    ) -> None:
+        """``let``; ``items[after:]`` are the statements of the block after it and its tail
+        (read only where an unsuffixed literal needs them: :meth:`float_type_of_use`,
+        :meth:`int_type_of_use`), ``block_expected`` the type the block's value must have."""
         assert self.frame is not None
         declared = self.resolve_type(st.type)
         if st.pattern is not None:
@@ -678,14 +700,11 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             val = ERR_VAL
         else:
             expected = declared
-            if (
-                declared is None
-                and name is not None
-                and items
-                and after < len(items)
-                and _is_untyped_float(init)
-            ):
-                expected = self.float_type_of_use(name, items[after:])
+            if declared is None and name is not None and items and after < len(items):
+                if _is_untyped_float(init):
+                    expected = self.float_type_of_use(name, items[after:])
+                elif _is_untyped_int(init):
+                    expected = self.int_type_of_use(name, items[after:], block_expected)
             val = self.expr(init, expected)
             if declared is not None and not val.is_err:
                 if not self.check_type(declared, val, init.span, "value"):
@@ -764,7 +783,28 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         first assignment to it (`=`, `+=`, …) or arithmetic with it whose other operand has
         an evident float type (`s += x[i]` with `x: &f32[N]`). None when there is none, or
         when ``name`` is bound again first."""
+        return self._type_of_use(name, rest, True, None)
+
+    def int_type_of_use(self, name: str, rest: list, block_expected: Type | None) -> Type | None:
+        """The integer type the rest of the block gives ``name`` (docs/language.md §6.2): as
+        for a float, the first assignment, operator or `swap` whose other operand has an
+        evident integer type (`c += x[i]` with `x: &i32[N]`) — every binary operator takes
+        one type on both sides, so only a use that is a type error with `i64` decides
+        another type — or else `return name` (the function's result type) or the block's
+        tail being the name (``block_expected``). None when there is none, or when ``name``
+        is bound again first."""
+        return self._type_of_use(name, rest, False, block_expected)
+
+    def _type_of_use(
+        self, name: str, rest: list, want_float: bool, block_expected: Type | None
+    ) -> Type | None:
+        def fits(t: Type | None) -> bool:
+            return isinstance(t, Prim) and (t.is_float if want_float else t.is_int)
+
+        tail = rest[-1]
         for item in self._naming(name, rest):
+            if item is tail and not want_float and isinstance(item, ast.PathExpr):
+                return block_expected if fits(block_expected) and item.name_text == name else None
             for n in item.syntax.preorder():
                 k = n.kind
                 if k == K.LET_STMT:
@@ -791,8 +831,13 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                             and mine.name.text == name
                         ):
                             t = self.peek_type(other)
-                            if isinstance(t, Prim) and t.is_float:
+                            if fits(t):
                                 return t
+                elif k == K.RETURN_EXPR and not want_float:
+                    v = ast.ReturnExpr(n).value  # type: ignore[arg-type]
+                    if isinstance(v, ast.PathExpr) and v.name_text == name:
+                        result = self.sig.type.result
+                        return result if fits(result) else None
         return None
 
     def _naming(self, name: str, rest: list) -> Iterator:

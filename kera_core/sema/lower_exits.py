@@ -114,7 +114,7 @@ class Exits:
             if fn_body and i & 63 == 63:
                 poll("lowering", i, len(items))  # a long body's graph built inside a query
             if isinstance(item, ast.LetStmt):
-                self.let(item, items, i + 1)
+                self.let(item, items, i + 1, expected)
                 continue
             if not isinstance(item, ast.ExprStmt):
                 continue
