@@ -21,6 +21,12 @@ OK = [
     ("pub fn f(a: f64) -> f64 { let s = 0.5; s * a }", "f64"),
     ("pub fn f(a: f32) -> f64 { let s = 0.5; let t = s * 2.0; t }", "f64"),  # no typed use
     ("pub fn f(a: f32) -> f32 { let s = 0.5; let t = s * 2.0f32; t + a }", "f32"),
+    # an element loop's variable has the tensor's element type
+    ("pub fn f[N](x: &f32[N]) -> f32 { let mut s = 0.0; for v in x { s += v; } s }", "f32"),
+    (
+        "pub fn f[N](x: &f32[N]) -> f32 { let mut s = 0.0; for v in &x { s = s + v * 2.0; } s }",
+        "f32",
+    ),
     # `swap` gives both variables one type (docs/language.md §9)
     ("pub fn f(a: f32) -> f32 { let mut b = a; let mut s = 0.5; swap(&mut s, &mut b); s }", "f32"),
 ]

@@ -22,6 +22,8 @@ OK = [
         "i32",
         9,
     ),
+    # an element loop's variable has the tensor's element type
+    ("pub fn f[N](x: &i32[N]) -> i32 { let mut s = 0; for v in x { s += v; } s }", "i32", 9),
     # a counter, typed by the tail and by `return`
     (
         "pub fn f[N](x: &i32[N]) -> u32 { let mut c = 0; for i in 0..N { if x[i] > 3 { c += 1; } } c }",
@@ -111,3 +113,17 @@ def test_a_long_body_edited_far_below_the_let_retypes_it_as_a_cold_analysis_does
             d.is_error for d in a.diagnostics
         )  # `c` is an i32 after the first edit, i64 after the second
         assert a.module.graph.fingerprint() == cold.module.graph.fingerprint()
+
+
+def test_min_of_two_scalars_says_minimum_and_offers_the_fix() -> None:
+    from kera_core.ide.refactor import apply_edits
+
+    src = "pub fn f(a: i32, b: i32) -> i32 { min(a, b) + max(a, b) }\n"
+    a = analyze(src)
+    assert [d.code for d in a.diagnostics] == ["K0308", "K0308"]
+    assert "`minimum(a, b)`" in a.diagnostics[0].message
+    fixed = src
+    for d in reversed(a.diagnostics):
+        fixed = apply_edits(fixed, list(d.fix.edits))
+    assert fixed == "pub fn f(a: i32, b: i32) -> i32 { minimum(a, b) + maximum(a, b) }\n"
+    assert not analyze(fixed).has_errors

@@ -294,6 +294,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         self._assigned: dict[int, tuple] = {}  # assigned_names memo (green id -> names)
         self.foreign = 0  # > 0: lowering another file's constant (inline_const)
         self._inlined: dict[int, Val] = {}  # inline_const memo (id of the ConstDef -> value)
+        self._peek_locals: dict[str, Type] = {}  # loop variables met by _type_of_use
         dim_spans = (
             tuple(d.span for d in sig.ast.dim_params)
             if sig.ast is not None and sig.dim_names  # one name per dimension parameter
@@ -798,16 +799,33 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
     def _type_of_use(
         self, name: str, rest: list, want_float: bool, block_expected: Type | None
     ) -> Type | None:
+        tail = rest[-1]
+        # the element variables of the `for v in x` loops met so far: `s += v` is a use whose
+        # other operand has `x`'s element type (peek_type reads them)
+        saved, self._peek_locals = self._peek_locals, {}
+        try:
+            return self._scan_uses(name, rest, tail, want_float, block_expected)
+        finally:
+            self._peek_locals = saved
+
+    def _scan_uses(
+        self, name: str, rest: list, tail, want_float: bool, block_expected: Type | None
+    ) -> Type | None:
         def fits(t: Type | None) -> bool:
             return isinstance(t, Prim) and (t.is_float if want_float else t.is_int)
 
-        tail = rest[-1]
         for item in self._naming(name, rest):
             if item is tail and not want_float and isinstance(item, ast.PathExpr):
                 return block_expected if fits(block_expected) and item.name_text == name else None
             for n in item.syntax.preorder():
                 k = n.kind
-                if k == K.LET_STMT:
+                if k == K.FOR_EXPR:
+                    fe = ast.ForExpr(n)  # type: ignore[arg-type]
+                    var, it = fe.var, fe.iterable
+                    t = self.peek_type(it) if var is not None else None
+                    if isinstance(t, Tensor) and t.rank == 1:
+                        self._peek_locals[var.text] = t.elem  # type: ignore[union-attr]
+                elif k == K.LET_STMT:
                     bound = ast.LetStmt(n).name  # type: ignore[arg-type]
                     if bound is not None and bound.text == name:
                         return None
@@ -881,6 +899,8 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if isinstance(e, ast.ParenExpr | ast.PrefixExpr):
             return self.peek_type(e.inner if isinstance(e, ast.ParenExpr) else e.operand)
         if isinstance(e, ast.PathExpr) and (name := e.name_text) is not None:
+            if name in self._peek_locals:
+                return self._peek_locals[name]
             f = self.frame
             b = None
             while f is not None and b is None:

@@ -538,6 +538,23 @@ class Calls:
             )
         if kind in ("unary", "reduce"):
             v = self.expr(args[0], expected if kind == "unary" and not with_axis else None)
+            if with_axis and name in ("min", "max") and isinstance(strip_ref(v.type), Prim):
+                # `min(a, b)` of two scalars, as C and Rust write it
+                pair = "minimum" if name == "min" else "maximum"
+                callee = e.callee
+                fix = (
+                    Fix(f"call `{pair}`", (Edit(callee.span, pair),))
+                    if isinstance(callee, ast.PathExpr)
+                    else None
+                )
+                return self.err(
+                    "K0308",
+                    e.span,
+                    f"`{name}` reduces a tensor (its second argument is an axis); the "
+                    f"{'smaller' if name == 'min' else 'larger'} of two values is "
+                    f"`{pair}(a, b)`",
+                    fix=fix,
+                )
             attrs = self.axis_attr(name, args[-1], v) if with_axis else {}
             if attrs is None:
                 return ERR_VAL
