@@ -166,7 +166,8 @@ def new_errors(a: Analysis, edits: list[Edit], function: str, new: list[str]) ->
     env = a.module.env
     sig = env.fns[function]
     if not all(sig.span.start <= e.span.start <= e.span.end <= sig.span.end for e in edits):
-        raise ValueError("edits outside the function")
+        # (a function whose body a parse error cut short ends before its statements do)
+        raise RefactorError(f"the edit reaches past `{function}` (is its `}}` missing?)")
     data = encode(a.text)
     keep = [i.span for i in ast.SourceFile(a.parse.tree).items if not isinstance(i, ast.Fn)]
     keep += [env.fns[n].span for n in _callee_closure(a, function) if n in env.fns]
