@@ -22,6 +22,15 @@ CASES = [
         "x.rev()",
     ),
     ("pub fn f[N](x: &f32[N]) -> i64 { x.len() }", "no function `len`", "x.len()"),
+    # Rust's float methods, spelled as Kera's builtins (with their arguments)
+    ("pub fn f(a: f32) -> f32 { a.max(0.5) }", "call `maximum(a, 0.5)`", "a.max(0.5)"),
+    (
+        "pub fn f(a: f32, b: f32) -> f32 { a.mul_add(b, 1.0) }",
+        "call `fma(a, b, 1.0)`",
+        "a.mul_add(b, 1.0)",
+    ),
+    ("pub fn f(a: f64) -> f64 { (a + 1.0).ln() }", "call `log((a + 1.0))`", "(a + 1.0).ln()"),
+    ("pub fn f(a: f32) -> f32 { a.powf(2.5) }", "call `pow(a, 2.5)`", "a.powf(2.5)"),
 ]
 
 

@@ -79,6 +79,19 @@ AXIS_BUILTINS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "sof
 VARIADIC = {"transpose": (1, None), "concat": (2, None), "stack": (2, None), "arange": (0, 2)}
 
 
+# `x.m(args)` as Rust writes them -> (the Kera expression, how many arguments)
+RUST_METHODS = {
+    "max": ("maximum({}, {})", 1),
+    "min": ("minimum({}, {})", 1),
+    "powf": ("pow({}, {})", 1),
+    "mul_add": ("fma({}, {}, {})", 2),
+    "clamp": ("minimum(maximum({}, {}), {})", 2),
+    "ln": ("log({})", 0),
+    "atan2": ("atan2({}, {})", 1),
+    "hypot": ("hypot({}, {})", 1),
+}
+
+
 class Calls:
     """Mixin of :class:`kera_core.sema.lower.FnLowering` for calls."""
 
@@ -94,10 +107,14 @@ class Calls:
                     return self.range_method(e, m, base_val)
             # `x.clone()`, `x.sum()`: one error that says what to write instead
             base = callee.base.syntax.text.strip() if callee.base is not None else "x"
+            args = [a.syntax.text.strip() for a in e.args]
             if m in RANGE_METHODS:
                 hint = f"only a range has `.{m}()`: iterate `({RANGE_METHODS[m]})` and read `x[i]`"
+            elif m in RUST_METHODS and len(args) == RUST_METHODS[m][1]:
+                # Rust's float and integer methods, spelled as Kera's builtins
+                hint = f"call `{RUST_METHODS[m][0].format(base, *args)}` instead"
             elif m in self.env.fns or m in BUILTINS:
-                hint = f"call `{m}({base})` instead"
+                hint = f"call `{m}({', '.join([base, *args])})` instead"
             else:
                 hint = f"and there is no function `{m}`"
             return self.err("K0112", e.span, f"methods are not in Kera (`.{m}()`): {hint}")
