@@ -68,12 +68,8 @@ class _Parts:
     each moved by ``move`` when read (``UNMOVED``: as stored)."""
 
     __slots__ = ()
-    UNMOVED: object = None
-
-    @staticmethod
-    def _base(seq):
-        """``seq`` as the kind of base a part holds."""
-        raise NotImplementedError
+    UNMOVED: object  # a part's move that leaves its entries as stored
+    BASE: type  # what a part's base is (list, dict): ``of`` copies anything else into one
 
     @classmethod
     def of(cls, seq, lo: int = 0, hi: int | None = None):
@@ -82,7 +78,8 @@ class _Parts:
         hi = len(seq) if hi is None else hi
         if isinstance(seq, cls):
             return seq.sliced(lo, hi)
-        return cls([(cls._base(seq), lo, hi, cls.UNMOVED)])
+        base = seq if isinstance(seq, cls.BASE) else cls.BASE(seq)
+        return cls([(base, lo, hi, cls.UNMOVED)])
 
     def sliced(self, lo: int, hi: int):
         """Entries ``lo`` to ``hi`` of this view, as a view."""
@@ -101,6 +98,7 @@ class SplicedUses(_Parts, Sequence):
 
     __slots__ = ("parts", "_starts", "_flat")
     UNMOVED = ()
+    BASE = list
 
     def __init__(self, parts: list[tuple]) -> None:
         self.parts = [p for p in parts if p[2] > p[1]]
@@ -109,10 +107,6 @@ class SplicedUses(_Parts, Sequence):
             starts.append(starts[-1] + hi - lo)
         self._starts = starts
         self._flat: list | None = None
-
-    @staticmethod
-    def _base(seq) -> list:
-        return seq if isinstance(seq, list) else list(seq)
 
     def moved(self, cut) -> SplicedUses:
         """This view after one more edit before all of it."""
@@ -166,15 +160,12 @@ class SplicedTypes(_Parts, Mapping):
 
     __slots__ = ("parts", "_len", "_dict")
     UNMOVED = 0
+    BASE = dict
 
     def __init__(self, parts: list[tuple]) -> None:
         self.parts = [p for p in parts if p[2] > p[1]]
         self._len = sum(hi - lo for _, lo, hi, _ in self.parts)
         self._dict: dict | None = None
-
-    @staticmethod
-    def _base(types) -> dict:
-        return types if isinstance(types, dict) else dict(types.items())
 
     def moved(self, delta: int) -> SplicedTypes:
         return SplicedTypes([(b, lo, hi, d + delta) for b, lo, hi, d in self.parts])
