@@ -52,7 +52,7 @@ _rooms: list[int] = []  # the room of every user inside, in no order
 _saved_limit = 0
 _gc_users = 0
 _gc_was_on = True
-_deep = threading.local()  # .deep: this thread was started by start_deep_thread
+_deep = threading.local()  # .room: this thread's room (start_deep_thread sets it)
 _main_raised: bool | None = None  # None: not tried yet
 
 
@@ -78,12 +78,13 @@ def _raise_main_stack() -> bool:
 
 
 def _room() -> int:
-    """The Python frames the calling thread's C stack holds (module docstring)."""
-    if getattr(_deep, "deep", False):
-        return DEEP_LIMIT
-    if threading.current_thread() is threading.main_thread() and _raise_main_stack():
-        return DEEP_LIMIT
-    return SMALL_STACK_LIMIT
+    """The Python frames the calling thread's C stack holds (module docstring); worked out
+    once per thread (``deep_recursion`` asks on every function lowered)."""
+    room = getattr(_deep, "room", None)
+    if room is None:
+        main = threading.current_thread() is threading.main_thread()
+        room = _deep.room = DEEP_LIMIT if main and _raise_main_stack() else SMALL_STACK_LIMIT
+    return room
 
 
 def start_deep_thread(target, name: str, daemon: bool = True) -> threading.Thread:
@@ -91,7 +92,7 @@ def start_deep_thread(target, name: str, daemon: bool = True) -> threading.Threa
     :func:`deep_recursion` sections get :data:`DEEP_LIMIT` frames."""
 
     def run() -> None:
-        _deep.deep = True
+        _deep.room = DEEP_LIMIT
         target()
 
     with _lock:  # stack_size is process-wide: set it only around this start
