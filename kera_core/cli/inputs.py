@@ -87,6 +87,26 @@ def add_stream_flag(parser) -> None:
     )
 
 
+def add_emulate_flag(parser) -> None:
+    parser.add_argument(
+        "--emulate",
+        action="store_true",
+        help="ptx: run on the PTX emulator (no GPU needed; 3 CTAs of 5 threads) instead of a GPU",
+    )
+
+
+def apply_emulate(args) -> None:
+    """`--emulate`: the ptx target runs its kernels on the emulator, GPU or not."""
+    if not getattr(args, "emulate", False):
+        return
+    from kera_core import targets
+    from kera_core.backends.ptx.emulate import Shape
+
+    t = targets.get("ptx")
+    if t is not None:
+        t.emulate = Shape()
+
+
 def apply_sim(args) -> None:
     """`--sim NAME`: the simulator the verilog target runs its test bench in; `--stream`:
     the verilog artifact has the stream wrapper and runs drive it."""

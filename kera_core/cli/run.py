@@ -21,8 +21,10 @@ from kera_core import targets
 from kera_core.cli.front import _print_diags
 from kera_core.cli.inputs import (
     UsageError,
+    add_emulate_flag,
     add_isa_flag,
     add_sim_flag,
+    apply_emulate,
     apply_isa,
     apply_sim,
     read_input,
@@ -87,6 +89,7 @@ def register(sub) -> None:
     )
     add_isa_flag(r)
     add_sim_flag(r)
+    add_emulate_flag(r)
     r.set_defaults(func=cmd_run)
 
 
@@ -401,6 +404,7 @@ def cmd_run(args) -> int:
 
     apply_isa(args)
     apply_sim(args)
+    apply_emulate(args)
     runner = select_target(args.target)
     budget = {}
     if args.fuel is not None:

@@ -6,7 +6,9 @@ fingerprint in its comment header); ``report`` and the tests assemble it with ``
 (the `nvidia-cuda-nvcc-cu12` wheel); ``run`` needs `cuda-bindings` and a GPU, imported and
 looked for only when a run is asked for. Where there is none, ``cannot_run_here`` says so in
 one line, `kera run --target ptx` reports it as a bad argument (exit 2), and
-`kera run --target all` and `kera demo` skip the target saying why.
+`kera run --target all` and `kera demo` skip the target saying why. With ``emulate`` set (a
+launch :class:`~kera_core.backends.ptx.emulate.Shape`; `kera run --emulate`) runs go to the
+PTX emulator instead, GPU or not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class PtxTarget:
 
     per_function = True
     supports_max_steps = True  # every source loop counts its iterations
+    emulate = None  # a Shape: run on the PTX emulator (kera run --emulate), not a GPU
 
     def unsupported(self, graph: Graph, fn: str | None = None) -> list[str]:
         if fn is None:
@@ -61,10 +64,14 @@ class PtxTarget:
         return P.report(graph, self._check(graph, fn))
 
     def cannot_run_here(self) -> str | None:
-        """None when a CUDA driver and GPU are usable, else the one-line reason."""
+        """None when a CUDA driver and GPU are usable (or runs are emulated), else the
+        one-line reason."""
         from kera_core.backends.ptx.runtime import why_no_gpu
 
-        return why_no_gpu()
+        if self.emulate is not None:
+            return None
+        why = why_no_gpu()
+        return f"{why}; --emulate runs it on the PTX emulator" if why else None
 
     def run(self, artifact: Artifact, graph: Graph, fn: str, inputs: dict, dims=None, **kw):
         from types import SimpleNamespace
@@ -75,6 +82,8 @@ class PtxTarget:
         if entry != fn:
             raise ValueError(f"the artifact's entry is `{entry}`, not `{fn}`")
         source = SimpleNamespace(graph=graph, provenance=kw.pop("provenance", None))
+        if self.emulate is not None:
+            kw.setdefault("emulate", self.emulate)
         return runtime.run(text, threads, source, fn, inputs, dims, **kw)
 
 

@@ -4,6 +4,7 @@ every output, or the checked error's code) compared with the reference interpret
 
 ```
 python -m kera_core.backends.ptx.check [--programs 1000] [--dry-run] [--jobs J]
+python -m kera_core.backends.ptx.check --emulate [--blocks B --threads T] [--programs N]
 ```
 
 Steps: draw the programs (tests/programs.py and tests/imperative_programs.py, derandomised,
@@ -11,7 +12,9 @@ so every machine checks the same ones), lower every function to PTX, assemble al
 with ``ptxas`` for the GPU's architecture in parallel (``--dry-run``: for sm_80 and sm_90),
 compute the interpreter's outcome of every case, then run each case on the GPU. With
 ``--dry-run`` everything but the launch happens: inputs are checked, flattened and laid out
-in the kernel's cells, so a machine without a GPU tests all of it but the device. Exit 0
+in the kernel's cells, so a machine without a GPU tests all of it but the device. With
+``--emulate`` each case runs on the PTX emulator (:mod:`kera_core.backends.ptx.emulate`,
+``B`` CTAs of ``T`` threads) instead of a GPU, and nothing is assembled. Exit 0
 when every case agrees, 1 when one differs (each difference is printed), 2 when the GPU or
 a tool is missing.
 """
@@ -23,6 +26,7 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpu-check", description=__doc__.split("\n\n")[0])
     ap.add_argument("--programs", type=int, default=1000, help="generated programs (1000)")
     ap.add_argument("--dry-run", action="store_true", help="everything but the GPU launch")
+    ap.add_argument("--emulate", action="store_true", help="run on the PTX emulator, no GPU")
+    ap.add_argument("--blocks", type=int, default=3, help="emulated CTAs of a grid kernel (3)")
+    ap.add_argument("--threads", type=int, default=5, help="emulated threads per CTA (5)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="ptxas processes")
     ap.add_argument("--max-failures", type=int, default=20, help="differences to print")
     args = ap.parse_args(argv)
@@ -154,13 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     from kera_core.backends.ptx import compile as P
     from kera_core.backends.ptx import runtime as R
+    from kera_core.backends.ptx.emulate import Shape
     from kera_core.interp.api import run_function as reference
 
-    if P.find_ptxas() is None:
+    shape = Shape(args.blocks, args.threads) if args.emulate else None
+    if P.find_ptxas() is None and shape is None:
         print("gpu-check: ptxas not found: pip install nvidia-cuda-nvcc-cu12", file=sys.stderr)
         return 2
     dev = None
-    if not args.dry_run:
+    if shape is not None:
+        archs = []
+    elif not args.dry_run:
         why = R.why_no_gpu()
         if why is not None:
             print(f"gpu-check: {why} (use --dry-run on a machine without one)", file=sys.stderr)
@@ -204,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"ptxas failed for {arch}:\n{text}", file=sys.stderr)
             else:
                 images[text] = cubin
-    log(f"assembled {len(texts)} kernels for {', '.join(archs)} ({bad_asm} failures)")
+    if archs:
+        log(f"assembled {len(texts)} kernels for {', '.join(archs)} ({bad_asm} failures)")
 
     failures = bad_asm
     agree = 0
@@ -216,13 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         if dev is not None and c.text in images:
             dev.images[R.ptx_key(art_text)] = images[c.text]
         entry, threads, _ = P.read(art_text.encode(), c.graph)
-        if args.dry_run:
+        if args.dry_run and shape is None:
             R.run(art_text, threads, c.src, c.fn, inputs, named, max_steps=STEPS, dry_run=True)
             got = want
         else:
-            got = outcome(
-                lambda: R.run(art_text, threads, c.src, c.fn, inputs, named, max_steps=STEPS)  # noqa: B023
-            )
+            run = partial(R.run, art_text, threads, c.src, c.fn, inputs, named, emulate=shape)
+            got = outcome(partial(run, max_steps=STEPS))
         if got == want:
             agree += 1
             seen_ok += want.startswith("ok")
@@ -235,7 +246,13 @@ def main(argv: list[str] | None = None) -> int:
                     f"ptx {got} / interp {want}",
                     flush=True,
                 )
-    mode = "dry run (no launch)" if args.dry_run else "on the GPU"
+    mode = (
+        f"emulated ({shape.blocks} CTAs of {shape.threads} threads)"
+        if shape is not None
+        else "dry run (no launch)"
+        if args.dry_run
+        else "on the GPU"
+    )
     log(
         f"{mode}: {agree}/{len(runnable)} cases agree with the interpreter "
         f"({seen_ok} results, {seen_err} checked errors); {failures} failure(s); "

@@ -377,7 +377,10 @@ def run(
     max_steps: int | None = None,
     memory_limit: int = DEFAULT_MEMORY,
     dry_run: bool = False,
+    emulate=None,
 ):
+    """Run ``fn_name`` of an artifact's PTX ``text``: on GPU 0, or with ``emulate`` (an
+    :class:`~kera_core.backends.ptx.emulate.Shape`) on the emulator, no GPU needed."""
     g = source.graph if hasattr(source, "graph") else source
     sig, args, bound, prog = prepare(
         source, fn_name, inputs, dims, program_of(g, fn_name, LOWERING)
@@ -387,10 +390,15 @@ def run(
     launch.grid = grid_of(text)
     if dry_run:
         return launch
-    why = why_no_gpu()
-    if why is not None:
-        raise InputError("R0005", f"the ptx target cannot run here: {why}")
-    dev = Device.get(memory_limit)
+    if emulate is not None:
+        from kera_core.backends.ptx.emulate import EmulatedDevice
+
+        dev = EmulatedDevice(memory_limit, emulate)
+    else:
+        why = why_no_gpu()
+        if why is not None:
+            raise InputError("R0005", f"the ptx target cannot run here: {why}")
+        dev = Device.get(memory_limit)
     try:
         ctx, io, logged = dev.launch(launch, text)
         tee = _Tee(stdout)
