@@ -319,3 +319,24 @@ def test_undefined_division_gives_junk_not_a_plausible_answer() -> None:
     assert E.idiv(5, 0, 64, False, True) == 0x5A5A5A5A5A5A5A5A
     assert E.idiv((-7) & E.M32, 2, 32, True, False) == (-3) & E.M32  # toward zero
     assert E.idiv((-7) & E.M32, 2, 32, True, True) == (-1) & E.M32  # the dividend's sign
+
+
+def test_the_demo_runs_the_ptx_column_on_the_emulator_where_no_gpu_is(tmp_path, capsys) -> None:
+    from kera_core.cli import main
+    from kera_core.targets import get
+
+    (tmp_path / "k.kera").write_text(
+        "pub fn total[N](x: &f32[N]) -> f32 { sum(x) }\n"
+        "pub fn scale[N](x: &f32[N], a: f32) -> f32[N] { x * a }\n"
+    )
+    assert main(["demo", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("k.kera"))
+    names = out.splitlines()[0].split("(seed 1)")[1].split()
+    cells = row.split()[8:]
+    per_target = dict(zip(names, zip(cells[::2], cells[1::2], strict=True), strict=True))
+    want = ("2/2", "same") if R.why_no_gpu() is None else ("2/2", "emul.")
+    assert per_target["ptx"] == want, per_target
+    assert get("ptx").emulate is None  # the demo leaves the target as it found it
+    if R.why_no_gpu() is not None:
+        assert "ptx: " in out and "its column ran on the emulator" in out

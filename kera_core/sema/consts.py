@@ -76,6 +76,8 @@ def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str]
             stack.extend((e.rhs, e.lhs))
         elif isinstance(e, ast.CastExpr):
             stack.append(e.expr)
+        elif isinstance(e, ast.ArrayExpr):
+            stack.extend(reversed(e.elements))
         else:
             ok = False
             what = _WHAT.get(type(e), "this expression")
