@@ -151,10 +151,23 @@ def test_the_launch_is_prepared_without_a_gpu() -> None:
     assert check.main(["--dry-run", "--programs", "3", "--jobs", "2"]) == 0
 
 
-def test_float_remainder_is_refused_at_compile_time() -> None:
-    m = _module("pub fn f(a: f32, b: f32) -> f32 { a % b }")
-    why = P.unsupported(m.graph, "f")
-    assert why and ("%" in " ".join(why) or "fmod" in " ".join(why)), why
+def test_float_remainder_is_an_exact_helper_that_assembles() -> None:
+    """PTX has no exact remainder: float `%` calls an integer helper (its bits are checked on
+    the emulator, tests/test_ptx_emulated.py)."""
+    _ptxas()
+    m = _module(
+        "pub fn f(a: f32, b: f32) -> f32 { a % b }\n"
+        "pub fn g[N](x: &f64[N], y: &f64[N]) -> f64[N] { x % y }\n"
+    )
+    texts = []
+    for fn, helper in (("f", "k_fmod_f32"), ("g", "k_fmod_f64")):
+        assert not P.unsupported(m.graph, fn)
+        text = P.compiled(m.graph, fn).selected.text
+        assert f".func (.param .b{helper[-2:]} fr) {helper}" in text
+        assert f"call (fr), {helper}" in text  # not call.uni: it may run divergent
+        texts.append(text)
+    for arch in P.ARCHS:
+        P.ptxas(P.batch(texts), arch)
 
 
 def test_a_gpus_own_nan_comes_back_canonical() -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.ir.node import Value
-from kera_core.ir.types import FnType, Prim
+from kera_core.ir.types import FnType, Prim, Tensor
 from kera_core.sema import literals
 from kera_core.sema.env import FnSig, ModuleEnv, Use
 from kera_core.sema.frames import Frame
@@ -76,8 +76,10 @@ def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str]
             stack.extend((e.rhs, e.lhs))
         elif isinstance(e, ast.CastExpr):
             stack.append(e.expr)
-        elif isinstance(e, ast.ArrayExpr):
+        elif isinstance(e, ast.ArrayExpr):  # a table (§3.3): its elements are constant too
             stack.extend(reversed(e.elements))
+        elif isinstance(e, ast.IndexExpr) and _is_table_element(e):  # `W[2]` of a table `W`
+            stack.extend(reversed([e.base, *e.indices]))
         else:
             ok = False
             what = _WHAT.get(type(e), "this expression")
@@ -90,6 +92,20 @@ def _references(env: ModuleEnv, name: str, diags: list[Diagnostic]) -> list[str]
                 )
             )
     return refs if ok else None
+
+
+def _is_table_element(e: ast.IndexExpr) -> bool:
+    """`W[i, j]`: an element of a constant (a name) at indices, not a slice — a constant
+    expression when its indices are (checked with the rest of the initializer)."""
+    base = e.base
+    while isinstance(base, ast.ParenExpr):
+        base = base.inner
+    indices = e.indices
+    return (
+        isinstance(base, ast.PathExpr)
+        and bool(indices)
+        and not any(isinstance(i, ast.RangeExpr) for i in indices)
+    )
 
 
 def _cycles(env: ModuleEnv, refs: dict[str, list[str]], diags: list[Diagnostic]) -> set[str]:
@@ -215,6 +231,9 @@ def _lowered_and_evaluated(
     if shared is not None:
         lw.nodes, lw._inlined, checked = shared
     lw.frame = Frame(None, [])
+    if isinstance(c.type, Tensor) and _table_errors(lw, name, c.type, c.value):
+        bad.add(name)
+        return [d for d in lw.diags if c.span.covers(d.span)]
     v = lw.expr(c.value, c.type)
     if not v.is_err:
         lw.check_type(c.type, v, c.value.span, f"constant `{name}`")
@@ -230,7 +249,59 @@ def _lowered_and_evaluated(
     return mine
 
 
-_CHECKED = frozenset({"div", "rem", "cast"})  # the scalar operations with checked errors
+# the operations with checked errors: integer `/` and `%`, a cast, an element of a table
+# (`W[i]` out of range)
+_CHECKED = frozenset({"div", "rem", "cast", "index"})
+
+
+def _table_errors(lw, name: str, t: Tensor, value: ast.Expr) -> bool:
+    """A constant table's initializer against its declared shape and element type, before
+    it is lowered as a whole (§3.3): each nested literal's count against its dimension
+    (K0302, at that literal: a ragged row is one whose count differs from the shape's), then
+    each element against the element type (at that element; the literal-typing rules are
+    those of any expected type, §6.2) — so a wrong entry of a long table is reported where
+    it is, not as the whole literal's type. True when it reported something (in ``lw``);
+    the uses it recorded are dropped (the lowering of the whole records them)."""
+    shape = t.shape
+    if not all(isinstance(d, int) for d in shape):
+        return False  # (a dimension that failed to resolve: reported on the type)
+    n_uses, n_diags = len(lw.uses), len(lw.diags)
+    rank = len(shape)
+    parts: list[tuple[ast.Expr, int, str]] = []  # (element, depth, its indices)
+    stack: list[tuple[ast.Expr | None, int, str]] = [(value, 0, "")]
+    while stack:
+        e, depth, at = stack.pop()
+        if e is None:
+            continue
+        bare = e
+        while isinstance(bare, ast.ParenExpr) and bare.inner is not None:
+            bare = bare.inner
+        if depth == rank or not isinstance(bare, ast.ArrayExpr):
+            if depth > 0:  # an element, or a row named by a constant (the whole: below)
+                parts.append((e, depth, at))
+            continue
+        items = bare.elements
+        if len(items) != shape[depth]:
+            what = f"the initializer of constant `{name}`" if depth == 0 else f"`{name}[{at}]`"
+            lw.diags.append(
+                error(
+                    "K0302",
+                    bare.span,
+                    f"{what} has {len(items)} element{'s' if len(items) != 1 else ''}, but "
+                    f"`{name}` is declared `{t}`: {'it' if depth == 0 else 'each row'} "
+                    f"needs {shape[depth]}",
+                )
+            )
+        sep = ", " if at else ""
+        stack.extend((x, depth + 1, f"{at}{sep}{k}") for k, x in reversed(list(enumerate(items))))
+    if len(lw.diags) == n_diags:
+        for e, depth, _ in sorted(parts, key=lambda p: p[0].span.start):
+            want = t.elem if depth == rank else Tensor(t.elem, shape[depth:], t.space)
+            v = lw.expr(e, want)
+            if not v.is_err:
+                lw.check_type(want, v, e.span, f"an element of constant `{name}`")
+    del lw.uses[n_uses:]
+    return any(d.is_error for d in lw.diags[n_diags:])
 
 
 def _evaluation_error(

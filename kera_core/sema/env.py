@@ -281,6 +281,7 @@ class TypeResolver:
         dim_spans: tuple[Span, ...] = (),
         type_names: dict[str, tuple[Type, Span]] | None = None,
         in_struct: str = "",
+        in_const: str = "",
     ) -> None:
         self.env = env
         self.dims = dims
@@ -289,6 +290,7 @@ class TypeResolver:
         self.dim_spans = dim_spans
         self.type_names = type_names or {}
         self.in_struct = in_struct  # resolving the fields of this struct (§8)
+        self.in_const = in_const  # resolving the type of this constant (§3.3)
 
     def resolve(self, t: ast.Type | None) -> Type | None:
         if t is None:
@@ -527,6 +529,17 @@ class TypeResolver:
                     f" `{self.in_struct}` are numbers or integer constants (`const {name}:"
                     " i64 = …;`); structs have no dimension parameters"
                     + did_you_mean(name, list(self.env.consts)),
+                )
+            )
+            return None
+        if self.in_const:
+            self.diags.append(
+                error(
+                    "K0201",
+                    ref.span,
+                    f"unknown dimension `{name}`: the shape of constant `{self.in_const}` is"
+                    f" given by numbers or integer constants (`const {name}: i64 = …;`)"
+                    + did_you_mean(name, self.env.const_names()),
                 )
             )
             return None

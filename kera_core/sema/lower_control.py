@@ -198,6 +198,8 @@ class ControlFlow:
             name = ref.text
             b = self.lookup(name)
             if b is None:
+                if self.env.const_named(name) is not None:
+                    return self.constant_not_place(ref, target.span, "assign to constant `{}`")
                 return self.expr(target, None)  # reports the unknown name
             self.uses.append(Use(ref.span, b.kind, b.span, name))
             if b.kind == "dim":

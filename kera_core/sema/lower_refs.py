@@ -107,6 +107,8 @@ class References:
         """`&mut x`: ``x`` must be a mutable variable (or a `&mut` borrow passed on)."""
         b = self.lookup(target.name.text)  # type: ignore[union-attr]
         if b is None:
+            if self.env.const_named(target.name.text) is not None:  # type: ignore[union-attr]
+                return self.constant_not_place(target.name, span, "borrow constant `{}` as mutable")
             return self.expr(target, None)
         self.uses.append(Use(target.name.span, b.kind, b.span, b.name))  # type: ignore[union-attr]
         if b.kind == "dim":
@@ -129,6 +131,19 @@ class References:
                 related=(Related(b.span, f"`{b.name}` is declared here"),),
             )
         return Val(b.val.value, Ref(strip_ref(b.val.type), True))
+
+    def constant_not_place(self, ref, span: Span, what: str) -> Val:
+        """`C = v`, `W[i] = v`, `&mut W`: a constant is not a place (K0311, §6.16) — the
+        value of a constant table cannot change any more than a number constant's."""
+        name = ref.text
+        self.uses.append(Use(ref.span, "const", name=name))
+        local = name.lower() if name.lower() != name else f"{name}_copy"
+        return self.err(
+            "K0311",
+            span,
+            f"cannot {what.format(name)}: a constant never changes; copy it into a"
+            f" variable first: `let mut {local} = {name};`",
+        )
 
     def shared_reborrow(self, arg: ast.Expr) -> Val | None:
         """A `&mut` parameter or reference variable passed by name where `&T` is wanted:

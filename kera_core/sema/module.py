@@ -316,7 +316,7 @@ def _collect_consts(
         if name in env.consts:
             diags.append(error("K0202", c.name.span, f"constant `{name}` is defined twice"))
             continue
-        t = TypeResolver(env, (), diags, env.uses).resolve(c.type)
+        t = TypeResolver(env, (), diags, env.uses, in_const=name).resolve(c.type)
         env.consts[name] = ConstDef(name, t, c.value, c.span, c.name.span)
 
 

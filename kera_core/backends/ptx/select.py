@@ -246,6 +246,7 @@ class Fn:
         self.lines: list[str] = []
         self.labels = 0
         self.thread_fail: str | None = None  # inside a mapped loop: its exit label
+        self.helpers: set[str] = set()  # the module's helper functions this one calls
         self.mapped_key = None  # (iteration register, lo register)
 
     # --- registers ------------------------------------------------------------------------
@@ -880,10 +881,17 @@ class Fn:
             self.e(f"setp.nan.{t} {n}, {a[0]}, {a[1]};")
             self.e(f"selp.{t} {d}, {CANON[t]}, {r}, {n};")
         elif name == "rem":
-            raise NotSelected(
-                "float `%` (C fmod, exact) is not selected for ptx yet: PTX has no exact "
-                "remainder instruction"
-            )
+            # PTX has no exact remainder: C fmod in integer arithmetic (fmod_text)
+            self.helpers.add(f"fmod_{t}")
+            self.e("{")
+            self.e(f".param .{bt} fa;")
+            self.e(f".param .{bt} fb;")
+            self.e(f".param .{bt} fr;")
+            self.e(f"st.param.{bt} [fa], {a[0]};")
+            self.e(f"st.param.{bt} [fb], {a[1]};")
+            self.e(f"call (fr), k_fmod_{t}, (fa, fb);")
+            self.e(f"ld.param.{bt} {d}, [fr];")
+            self.e("}")
         else:
             raise NotSelected(f"ptx does not select float `{name}`")
 
@@ -1096,6 +1104,139 @@ $GS_done:
 """
 
 
+def fmod_text(t: str) -> str:
+    """Float `%`: C ``fmod``, exact (semantics.md §5), in integer arithmetic on the bits — the
+    long division of musl's fmod, as the wasm target's helper does it (wasm/softfloat.py).
+
+    NaN (Kera's) for ``y = ±0``, a NaN ``y`` or a non-finite ``x`` (a NaN ``x`` included);
+    ``x`` itself when ``|x| < |y|``; otherwise the significands are normalised (subnormals
+    shifted up), the remainder found by shift-and-subtract over the exponent difference,
+    renormalised and given ``x``'s sign. Every step is exact, so the result is."""
+    w = 32 if t == "f32" else 64
+    m = 23 if w == 32 else 52
+    e = (1 << (w - m - 1)) - 1
+    b = f"b{w}"
+    u = f"u{w}"
+    sign = 1 << (w - 1)
+    inf = e << m
+    nan = 0x7FC00000 if w == 32 else 0x7FF8000000000000
+    hexw = w // 4
+
+    def h(v: int) -> str:
+        return f"0x{v:0{hexw}X}"
+
+    def narrow(d: str, a: str) -> str:  # a w-bit value that fits 32 bits, to 32
+        return f"mov.b32 {d}, {a};" if w == 32 else f"cvt.u32.u64 {d}, {a};"
+
+    def widen(d: str, a: str) -> str:
+        return f"mov.b32 {d}, {a};" if w == 32 else f"cvt.u64.u32 {d}, {a};"
+
+    def normalise(x: str, ex: str, tag: str) -> str:
+        return f"""\
+	setp.ne.s32 %p, {ex}, 0;
+	@%p bra $FM_{tag}_normal;
+	shl.b{w} %i, {x}, {w - m};
+$FM_{tag}_scan:
+	shr.{u} %j, %i, {w - 1};
+	setp.ne.{u} %p, %j, 0;
+	@%p bra $FM_{tag}_shift;
+	sub.s32 {ex}, {ex}, 1;
+	shl.b{w} %i, %i, 1;
+	bra $FM_{tag}_scan;
+$FM_{tag}_shift:
+	sub.s32 %k, 1, {ex};
+	shl.b{w} {x}, {x}, %k;
+	bra $FM_{tag}_done;
+$FM_{tag}_normal:
+	and.b{w} {x}, {x}, {h((1 << m) - 1)};
+	or.b{w} {x}, {x}, {h(1 << m)};
+$FM_{tag}_done:"""
+
+    def step(tag: str) -> str:
+        return f"""\
+	sub.s{w} %i, %ux, %uy;
+	shr.{u} %j, %i, {w - 1};
+	setp.ne.{u} %p, %j, 0;
+	@%p bra $FM_{tag}_neg;
+	setp.eq.{u} %p, %i, 0;
+	@%p bra $FM_zero;
+	mov.b{w} %ux, %i;
+$FM_{tag}_neg:"""
+
+    return f"""\
+// float `%` on {t}: C fmod, exact
+.func (.param .{b} fr) k_fmod_{t} (.param .{b} fa, .param .{b} fb)
+{{
+	.reg .{b} %ux, %uy, %sx, %i, %j, %ax, %ay;
+	.reg .b32 %ex, %ey, %k;
+	.reg .pred %p, %q;
+	ld.param.{b} %ux, [fa];
+	ld.param.{b} %uy, [fb];
+	and.b{w} %sx, %ux, {h(sign)};
+	and.b{w} %ax, %ux, {h(sign - 1)};
+	and.b{w} %ay, %uy, {h(sign - 1)};
+	setp.eq.{u} %p, %ay, 0;
+	setp.gt.{u} %q, %ay, {h(inf)};
+	or.pred %p, %p, %q;
+	setp.ge.{u} %q, %ax, {h(inf)};
+	or.pred %p, %p, %q;
+	@%p bra $FM_nan;
+	setp.lt.{u} %p, %ax, %ay;
+	@%p bra $FM_x;
+	setp.eq.{u} %p, %ax, %ay;
+	@%p bra $FM_zero;
+	shr.{u} %i, %ux, {m};
+	cvt.u32.{u} %ex, %i;
+	and.b32 %ex, %ex, {e};
+	shr.{u} %i, %uy, {m};
+	cvt.u32.{u} %ey, %i;
+	and.b32 %ey, %ey, {e};
+{normalise("%ux", "%ex", "x")}
+{normalise("%uy", "%ey", "y")}
+$FM_loop:
+	setp.le.s32 %p, %ex, %ey;
+	@%p bra $FM_last;
+{step("a")}
+	shl.b{w} %ux, %ux, 1;
+	sub.s32 %ex, %ex, 1;
+	bra $FM_loop;
+$FM_last:
+{step("b")}
+$FM_norm:
+	shr.{u} %j, %ux, {m};
+	setp.ne.{u} %p, %j, 0;
+	@%p bra $FM_pack;
+	shl.b{w} %ux, %ux, 1;
+	sub.s32 %ex, %ex, 1;
+	bra $FM_norm;
+$FM_pack:
+	setp.gt.s32 %p, %ex, 0;
+	@!%p bra $FM_sub;
+	sub.s{w} %ux, %ux, {h(1 << m)};
+	cvt.u{w}.u32 %i, %ex;
+	shl.b{w} %i, %i, {m};
+	or.b{w} %ux, %ux, %i;
+	bra $FM_out;
+$FM_sub:
+	sub.s32 %k, 1, %ex;
+	shr.{u} %ux, %ux, %k;
+$FM_out:
+	or.b{w} %ux, %ux, %sx;
+	st.param.{b} [fr], %ux;
+	ret;
+$FM_x:
+	st.param.{b} [fr], %ux;
+	ret;
+$FM_zero:
+	st.param.{b} [fr], %sx;
+	ret;
+$FM_nan:
+	st.param.{b} [fr], {h(nan)};
+	ret;
+}}
+"""
+
+
 def _has_check(stmts: list) -> bool:
     """Whether ``stmts`` can fail (a Check at any depth; mapped bodies tick no budget)."""
     for s in stmts:
@@ -1183,10 +1324,12 @@ def select_program(prog: ir.Program, entry: str) -> Selected:
     bodies = []
     protos = []
     grid = GRID and sequential_effects(prog) is None and _has_mapped_loop(prog)
+    helpers: set[str] = set()
     for lf in prog.functions.values():
         f = Fn(lf, prog, names, sites, loops, grid)
         bodies.append(f.select())
         protos.append(f.signature() + ";")
+        helpers |= f.helpers
     threads = MAX_THREADS if any(li.mapped for li in loops) else 1
     kernel = _kernel(prog.functions[entry], prog, names, sites, grid)
     text = "\n".join(
@@ -1201,6 +1344,7 @@ def select_program(prog: ir.Program, entry: str) -> Selected:
             ".shared .align 8 .b64 k_ctx;  // the run's context",
             "",
             *([GRID_SYNC] if grid else []),
+            *(fmod_text(h.split("_")[1]) for h in sorted(helpers)),
             *protos,
             "",
             *bodies,
