@@ -33,8 +33,9 @@ buffer before writing it disagrees with the interpreter instead of passing by lu
 Shared memory is one buffer per CTA; ``.param`` space is per call.
 
 **Speed.** Each basic block of each function is compiled once into a Python function
-(its instructions as Python statements on a register list), so a block costs one call;
-about 5–10 million PTX instructions a second on this machine's cores.
+(its instructions as Python statements on a register list), so a block costs one call:
+a sum of 10⁵ f32 on 3 CTAs of 5 threads runs in 0.16 s, every example function at sizes up
+to 17 (808 runs) in about 18 s.
 """
 
 from __future__ import annotations
