@@ -95,12 +95,14 @@ class Case:
         "want",
         "text",
         "art",
+        "program",
     )
 
     def __init__(self, label, src, graph, fn, size, seed, adversarial):
         self.label, self.src, self.graph, self.fn = label, src, graph, fn
         self.size, self.seed, self.adversarial = size, seed, adversarial
         self.want = self.text = self.art = None
+        self.program = None  # a generated program's source (printed when it differs)
 
 
 def cases(n_programs: int, log) -> tuple[list[Case], list[str]]:
@@ -125,11 +127,14 @@ def cases(n_programs: int, log) -> tuple[list[Case], list[str]]:
             continue
         m = a.module
         g = optimize(m.graph).graph
+        first = len(out)
         for f in m.graph.exported():
             adv = bool(k % 2)
             out.append(Case(f"program {k}:{f.name}", m, m.graph, f.name, size, seed, adv))
             if f.name in g.functions:
                 out.append(Case(f"program {k}:{f.name} (opt)", g, g, f.name, size, seed, adv))
+        for c in out[first:]:
+            c.program = text
     return out, skipped
 
 
@@ -246,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"ptx {got} / interp {want}",
                     flush=True,
                 )
+                if c.program is not None:
+                    print(c.program, flush=True)
     mode = (
         f"emulated ({shape.blocks} CTAs of {shape.threads} threads)"
         if shape is not None
