@@ -296,6 +296,29 @@ def test_an_edit_of_an_entry_in_the_editor_equals_a_cold_analysis() -> None:
     assert run_function(doc.analysis().module, "reads_w", {"i": np.int64(2)})["result"] == 3.5
 
 
+def test_edits_of_tables_in_the_editor_equal_cold_analyses() -> None:
+    """Each edit — an entry, a ragged row and back, a wrong element type, the shape's
+    constant, a use that assigns — analysed incrementally is what a cold open gives."""
+    from kera_core.workspace import Document
+    from tests.test_incremental_equals_cold import _replaced, _same_as_cold
+
+    doc = Document("file:///tables.kera", TABLES, 1)
+    _same_as_cold(doc)
+    for needle, new in [
+        ("0.375", "0.5"),
+        ("[0.0, 0.0, 1.0]]", "[0.0, 1.0]]"),
+        ("[0.0, 1.0]]", "[0.0, 0.0, 1.0]]"),
+        ("[[-1, 0, 1]", "[[-1, 0.5, 1]"),
+        ("[[-1, 0.5, 1]", "[[-1, 0, 1]"),
+        ("const TAPS: i64 = 5;", "const TAPS: i64 = 4;"),
+        ("const TAPS: i64 = 4;", "const TAPS: i64 = 5;"),
+        ("w[0] = 9.0;", "W[0] = 9.0;"),
+        ("W[0] = 9.0;", "w[0] = 9.0;"),
+        ("const FIRST: f32 = W[1];", "const FIRST: f32 = W[7];"),
+    ]:
+        _replaced(doc, needle, new)
+
+
 # --- errors ----------------------------------------------------------------------------
 
 ERRORS = [
@@ -316,6 +339,9 @@ ERRORS = [
     ("const S: f32 = 2.0;\nconst T: f32[S] = [1.0, 2.0];", "K0321", "S", "integer type"),
     ("const T: f32[Q] = [1.0];", "K0201", "Q", "shape of constant `T`"),
     ("const T: f32[2] = 1.0;", "K0301", "1.0", "expected `f32[2]`, found `f32`"),
+    ("const T: f32[2] @device = [1.0, 2.0];", "K0301", "T", "declare `f32[2]`"),
+    ("const T: &f32[2] = [1.0, 2.0];", "K0301", "T", "not a borrow"),
+    ("const T: f32[2.5] = [1.0];", "K0104", "2.5", "expected a dimension"),  # no follow-on
     (
         "const W: f32[2] = [1.0, 2.0];\npub fn f() -> f32 { W[0] = 3.0; W[0] }",
         "K0311",
@@ -386,6 +412,34 @@ def test_hover_on_a_table_shows_its_type_and_does_not_fail() -> None:
     ]:
         h = hover(a, TABLES.index(needle) + 1)
         assert h is not None and shown in h.markdown, (needle, h)
+
+
+def test_every_editor_query_over_a_file_of_tables_answers() -> None:
+    """Hover, definition, references, signature help and completion at every offset, and
+    the whole-file queries, on the file of tables: no query fails; the table's uses in
+    functions and in other constants are its references, and a rename renames them."""
+    from kera_core.ide import completion, hover, inlay, navigation, outline, signature, tokens
+    from kera_core.source import Span
+    from kera_core.workspace import Document
+
+    a = Document("file:///tables.kera", TABLES, 1).analysis()
+    size = len(TABLES.encode())
+    outline.document_symbols(a)
+    tokens.semantic_tokens(a)
+    inlay.inlay_hints(a, Span(0, size))
+    for at in range(size):
+        hover.hover(a, at)
+        navigation.definition(a, at)
+        navigation.references(a, at)
+        signature.signature_help(a, at)
+        if at % 5 == 0:
+            completion.complete(a, at)
+    decl = TABLES.index("W: f32")
+    assert navigation.definition(a, TABLES.index("W[k]")) == Span(decl, decl + 1)
+    uses = [TABLES[r.start : r.end + 3] for r in navigation.references(a, decl)]
+    assert "W[0]" in uses and "W, [" in uses and "W[k]" in uses, uses  # W2, ROWS, smooth
+    edits = navigation.rename(a, decl, "WEIGHTS")
+    assert len(edits) == len(uses) and {e.new_text for e in edits} == {"WEIGHTS"}
 
 
 def test_the_formatter_keeps_a_table_and_is_idempotent() -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kera_core.diagnostics import Diagnostic, error
 from kera_core.ir.node import Value
-from kera_core.ir.types import FnType, Prim, Tensor
+from kera_core.ir.types import FnType, Prim, Ref, Tensor
 from kera_core.sema import literals
 from kera_core.sema.env import FnSig, ModuleEnv, Use
 from kera_core.sema.frames import Frame
@@ -231,7 +231,23 @@ def _lowered_and_evaluated(
     if shared is not None:
         lw.nodes, lw._inlined, checked = shared
     lw.frame = Frame(None, [])
-    if isinstance(c.type, Tensor) and _table_errors(lw, name, c.type, c.value):
+    t = c.type
+    if isinstance(t, Ref) or (isinstance(t, Tensor) and t.space != "host"):
+        bad.add(name)
+        owned = t.inner if isinstance(t, Ref) else Tensor(t.elem, t.shape)
+        what = "a borrow" if isinstance(t, Ref) else f"in `@{t.space}` memory"
+        return [
+            error(
+                "K0301",
+                c.name_span or c.span,
+                f"constant `{name}` is declared `{t}`: a constant is a value in host memory,"
+                f" not {what} — declare `{owned}`",
+            )
+        ]
+    if isinstance(t, Tensor) and not t.shape:
+        bad.add(name)  # `f32[2.5]`: the parser reported the dimension
+        return []
+    if isinstance(t, Tensor) and _table_errors(lw, name, t, c.value):
         bad.add(name)
         return [d for d in lw.diags if c.span.covers(d.span)]
     v = lw.expr(c.value, c.type)
