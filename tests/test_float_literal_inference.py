@@ -29,6 +29,20 @@ OK = [
     ),
     # `swap` gives both variables one type (docs/language.md §9)
     ("pub fn f(a: f32) -> f32 { let mut b = a; let mut s = 0.5; swap(&mut s, &mut b); s }", "f32"),
+    # a constant has its declared type; so does a local bound later in the block
+    ("const C: f32 = 2.0;\npub fn f(a: f32) -> f32 { let mut s = 0.0; s += C; s * a }", "f32"),
+    (
+        "const W: f32[2] = [1.0, 2.0];\n"
+        "pub fn f(a: f32) -> f32 { let mut s = 0.0; let w = W; s += sum(w); s + a }",
+        "f32",
+    ),
+    (
+        "pub fn f(a: f32) -> f32 { let mut s = 0.0; let w: f32[2] = [a, 1.0]; s += sum(w); s }",
+        "f32",
+    ),
+    # else the function's result type, through the body's tail or a `return`
+    ("pub fn f(n: i64) -> f32 { let mut s = 0.0; for i in 0..n { s += 1.5; } s }", "f32"),
+    ("pub fn f(n: i64) -> f32 { let s = 0.25; if n > 0 { return s; } 2.0 }", "f32"),
 ]
 
 
@@ -44,6 +58,8 @@ def test_the_first_use_types_the_literal(src: str, t: str) -> None:
         inputs["a"] = np.float32(3.0)
     if "a: f64" in src:
         inputs["a"] = np.float64(3.0)
+    if "n: i64" in src:
+        inputs["n"] = np.int64(2)
     r = run_function(m, "f", inputs)
     assert str(r.outputs[0].type) == t
 

@@ -703,7 +703,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             expected = declared
             if declared is None and name is not None and items and after < len(items):
                 if _is_untyped_float(init):
-                    expected = self.float_type_of_use(name, items[after:])
+                    expected = self.float_type_of_use(name, items[after:], block_expected)
                 elif _is_untyped_int(init):
                     expected = self.int_type_of_use(name, items[after:], block_expected)
             val = self.expr(init, expected)
@@ -779,12 +779,13 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if val.value is not None:
             self.prov.node_names.setdefault(val.value.node, name)
 
-    def float_type_of_use(self, name: str, rest: list) -> Type | None:
+    def float_type_of_use(self, name: str, rest: list, block_expected: Type | None) -> Type | None:
         """The float type the rest of the block gives ``name`` (docs/language.md §6.2): the
         first assignment to it (`=`, `+=`, …) or arithmetic with it whose other operand has
-        an evident float type (`s += x[i]` with `x: &f32[N]`). None when there is none, or
-        when ``name`` is bound again first."""
-        return self._type_of_use(name, rest, True, None)
+        an evident float type (`s += x[i]` with `x: &f32[N]`), or else `return name` or the
+        block's tail being the name, as for an integer. None when there is none, or when
+        ``name`` is bound again first."""
+        return self._type_of_use(name, rest, True, block_expected)
 
     def int_type_of_use(self, name: str, rest: list, block_expected: Type | None) -> Type | None:
         """The integer type the rest of the block gives ``name`` (docs/language.md §6.2): as
@@ -815,7 +816,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
             return isinstance(t, Prim) and (t.is_float if want_float else t.is_int)
 
         for item in self._naming(name, rest):
-            if item is tail and not want_float and isinstance(item, ast.PathExpr):
+            if item is tail and isinstance(item, ast.PathExpr):
                 return block_expected if fits(block_expected) and item.name_text == name else None
             for n in item.syntax.preorder():
                 k = n.kind
@@ -826,9 +827,18 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                     if isinstance(t, Tensor) and t.rank == 1:
                         self._peek_locals[var.text] = t.elem  # type: ignore[union-attr]
                 elif k == K.LET_STMT:
-                    bound = ast.LetStmt(n).name  # type: ignore[arg-type]
+                    let = ast.LetStmt(n)  # type: ignore[arg-type]
+                    bound = let.name
                     if bound is not None and bound.text == name:
                         return None
+                    if bound is not None:  # a later local's evident type (`let w = M;`)
+                        t = self.peek_type(let.init) if let.type is None else None
+                        if let.type is not None:
+                            t = TypeResolver(
+                                self.env, self.sig.dim_names, [], type_names=self.sig.type_names()
+                            ).resolve(let.type)
+                        if t is not None:
+                            self._peek_locals[bound.text] = strip_ref(t)
                 elif k == K.BIND_PAT:
                     bound = ast.BindPat(n).name  # type: ignore[arg-type]
                     if bound is not None and bound.text == name:
@@ -851,7 +861,7 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                             t = self.peek_type(other)
                             if fits(t):
                                 return t
-                elif k == K.RETURN_EXPR and not want_float:
+                elif k == K.RETURN_EXPR:
                     v = ast.ReturnExpr(n).value  # type: ignore[arg-type]
                     if isinstance(v, ast.PathExpr) and v.name_text == name:
                         result = self.sig.type.result
@@ -908,6 +918,8 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                 f = f.parent
             if b is not None and b.kind != "dim" and not b.val.is_err:
                 return strip_ref(b.val.type)
+            if b is None and (c := self.env.const_named(name)) is not None:
+                return c[0].type  # a constant's declared type (§3.3)
             return None
         if isinstance(e, ast.BinExpr):
             op = e.op
