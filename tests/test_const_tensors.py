@@ -250,6 +250,84 @@ def test_the_optimized_graph_gives_the_same_bytes() -> None:
         assert got == want, name
 
 
+LOOPED = """\
+const T: u32[4] = [3, 5, 7, 11];
+const M: f32[2, 3] = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+pub fn mix[N](d: &u32[N]) -> u32 {
+    let mut c: u32 = 1;
+    for i in 0..N {
+        c = c * T[(d[i] & 3) as i64] + T[(i % 4) as i64];
+    }
+    c
+}
+pub fn rows[N](x: &f32[N]) -> f32 {
+    let mut s = 0.0;
+    for i in 0..N {
+        for j in 0..3 {
+            s += M[i % 2, j] * x[i];
+        }
+    }
+    s
+}
+pub fn edited[N](x: &f32[N]) -> f32 {
+    let mut s = 0.0;
+    for i in 0..N {
+        let mut w = M;
+        w[0, 0] = x[i];
+        s += sum(w);
+    }
+    s + M[0, 0]
+}
+fn inner(k: i64) -> u32 { let mut a: u32 = 0; for j in 0..k { a += T[j % 4]; } a }
+pub fn calls[N](x: &u32[N]) -> u32 { let mut a: u32 = 0; for i in 0..N { a += inner(i as i64) ^ x[i]; } a }
+"""
+
+
+def _loops_allocating(stmts, depth: int = 0) -> list[int]:
+    from kera_core.loops import ir
+
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Alloc) and depth:
+            out.append(depth)
+        for attr in ("body", "cond", "then", "orelse"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, list):
+                out += _loops_allocating(inner, depth + isinstance(s, (ir.Loop, ir.While)))
+    return out
+
+
+def test_a_table_read_in_a_loop_is_built_once_per_call() -> None:
+    """The loop program builds a table read inside a loop once, on the function's entry (a
+    CRC over N bytes does not rebuild its table N times); an update of a copy copies it
+    each time, and the table itself stays as it was."""
+    from kera_core.loops.lower import program_of
+    from kera_core.loops.target import CPU, GRID
+
+    m = analyzed(LOOPED)
+    for target in (CPU, GRID):
+        for fn in ("mix", "rows", "inner"):
+            body = program_of(m.graph, fn if fn != "inner" else "calls", target)
+            for lf in body.functions.values():
+                assert not _loops_allocating(lf.body), (fn, lf.name)
+    rng = np.random.default_rng(3)
+    for fn in ("mix", "rows", "edited", "calls"):
+        for n in (0, 1, 5, 13):
+            if fn in ("mix", "calls"):
+                x = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+            else:
+                x = rng.standard_normal(n).astype(np.float32)
+            key = "d" if fn == "mix" else "x"
+            want = outcome(lambda: run_function(m, fn, {key: x}))  # noqa: B023
+            assert want.startswith("ok "), want
+            for tname in ("wasm", "x86_64", "arm64"):
+                t = runnable_target(tname)
+                got = outcome(lambda: targets.run_module(t, m, fn, {key: x}))  # noqa: B023
+                assert got == want, (tname, fn, n)
+    total = run_function(m, "edited", {"x": np.ones(3, np.float32)})
+    assert float(np.asarray(total.outputs[0].value)) == 3 * (1 + 2 + 3 + 4 + 5 + 6) + 1.0
+
+
 # --- fingerprints ----------------------------------------------------------------------
 
 FP = """\

@@ -306,6 +306,10 @@ class _FnLowering:
         # inside a loop the optimizer marked `lanes` every index is proven in bounds
         # (docs/optimizer.md): no R0001 check can fail there, so none is emitted
         self.proven_in_bounds = 0
+        # constant tables (an `array` of constants: a `const W: f32[5] = […]` at its uses)
+        # are built once per call, before the body, however deep in loops they are used
+        self.tables: dict[bytes, TVal] = {}
+        self.table_stmts: list = []
 
     # --- types --------------------------------------------------------------------------
     def dim(self, d) -> Operand:
@@ -407,6 +411,8 @@ class _FnLowering:
             )
         self.parallel_assign(pending)
         self.free_rest(frame, keep={x.id for g in results for x in g if isinstance(x, Buf)})
+        for t in self.tables.values():
+            self.e.emit(Free(t.buf))
         self.frames.pop()
         body = self.e.stmts
         pro = []
@@ -423,7 +429,7 @@ class _FnLowering:
                 rec_name(fn.name),
                 self.dims,
                 flat_params,
-                dim_stmts + pro + body,
+                dim_stmts + pro + self.table_stmts + body,
                 results,
                 shapes,
                 component=fn.component,
@@ -432,7 +438,7 @@ class _FnLowering:
             fn.name,
             self.dims,
             flat_params,
-            dim_stmts + pro + body,
+            dim_stmts + pro + self.table_stmts + body,
             results,
             shapes,
             fn.exported,
@@ -685,6 +691,8 @@ class _FnLowering:
                 e.store(out.buf, i, ins[0])
             return [out]
         if op == "array":
+            if len(self.frames) > 1 and self.constant_table(n):
+                return [self.table(n, ins)]
             return [self.array(n, ins)]
         if op in ("sum", "mean", "max", "min", "argmax", "argmin"):
             if n.attr("axis") is not None:
@@ -1064,6 +1072,37 @@ class _FnLowering:
             for j, x in enumerate(ins):
                 e.store(out.buf, imm("i64", j), x)
         return out
+
+    def constant_table(self, n: Node) -> bool:
+        """An `array` of constants (rows of constants): the same value at every activation."""
+        for v in n.inputs:
+            m = self.graph.nodes[v.node]
+            if m.op != "const" and not (m.op == "array" and self.constant_table(m)):
+                return False
+        return True
+
+    def table(self, n: Node, ins: list) -> TVal:
+        """A constant table used inside a loop (or a branch): built once, on the function's
+        entry, and shared read-only by every use (an update copies it first, as for any
+        buffer it does not own); freed on the function's exit."""
+        t = self.tables.get(n.hash)
+        if t is None:
+            ty = n.types[0]
+            e = self.e
+            shape = self.shape_of(ty)
+            b = e.buf(ty.elem.name, self.size(shape), ty.space, "temp")
+            with e.block() as blk:
+                e.emit(Alloc(b))
+                if isinstance(ins[0], TVal):
+                    k = self.size(ins[0].shape)
+                    for j, x in enumerate(ins):
+                        e.emit(Copy(b, e.mul_i(imm("i64", j), k), x.buf, x.offset, k))
+                else:
+                    for j, x in enumerate(ins):
+                        e.store(b, imm("i64", j), x)
+            self.table_stmts += blk
+            t = self.tables[n.hash] = TVal(b, tuple(shape), imm("i64", 0), ty.elem.name)
+        return t
 
     # --- reductions and composites -------------------------------------------------------------
     def getter(self, t):
