@@ -386,3 +386,18 @@ def test_float_remainder_is_c_fmod_bit_for_bit() -> None:
         assert a.tobytes() == b.tobytes(), [
             (x[i], y[i], hex(int(a[i])), hex(int(b[i]))) for i in np.nonzero(a != b)[0][:5]
         ]
+
+
+def test_past_the_emulated_arena_is_a_machine_limit_not_a_disagreement() -> None:
+    """The emulator's device arena is 16 MiB (a GPU's, 1 GiB): running out is R0009, marked
+    as the machine's limit, which `kera run --target all` reports as the target stopping."""
+    from kera_core.interp.errors import InterpError
+
+    m = _module("pub fn big[N](x: &f32[N]) -> f32 { let y = x * 2.0; sum(y) + y[0] }")
+    n = (E.ARENA // 4) + 1024
+    x = np.ones(n, np.float32)
+    art = P.artifact_text(m.graph, "big")
+    _, threads, _ = P.read(art.encode(), m.graph)
+    with pytest.raises(InterpError) as e:
+        R.run(art, threads, m, "big", {"x": x}, {"N": n}, emulate=DEFAULT)
+    assert e.value.code == "R0009" and getattr(e.value, "machine_limit", False)

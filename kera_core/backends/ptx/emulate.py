@@ -76,6 +76,12 @@ class EmulationError(InterpError):
         super().__init__("R0008", f"ptx emulation: {message}")
 
 
+class EmulationLimit(EmulationError):
+    """The emulator's own budget ran out (a kernel too long to emulate), not the program's."""
+
+    machine_limit = True
+
+
 @dataclass(frozen=True)
 class Shape:
     """The launch an emulated run uses: ``blocks`` CTAs (a grid kernel; a one-CTA kernel
@@ -1018,7 +1024,7 @@ def launch(
                 total += _step(th)
                 ran_any = True
                 if total > block_limit:
-                    raise EmulationError(f"the kernel ran past {block_limit:,} blocks")
+                    raise EmulationLimit(f"the kernel ran past {block_limit:,} blocks")
         released = False
         for cta in ctas:
             if all(t.state == BAR for t in cta):

@@ -45,6 +45,13 @@ NO_LIMIT = 1 << 62
 CODE_NAMES = {v: k for k, v in S.ERROR_NUMBERS.items()}
 
 
+class PtxMemoryError(InterpError):
+    """The run's arena ran out (R0009): a limit of the machine (1 GiB on a GPU, 16 MiB on the
+    emulator), not of the program — `kera run --target all` reports the target stopping."""
+
+    machine_limit = True
+
+
 def _driver():
     try:
         from cuda.bindings import driver  # cuda-bindings >= 12.6
@@ -407,7 +414,8 @@ def run(
         if status:
             code = CODE_NAMES.get(status, "R0008")
             msg = {"R0007": "step limit reached", "R0009": "memory limit reached"}
-            raise InterpError(code, f"ptx: {msg.get(code, 'checked error')}")
+            error = PtxMemoryError if code == "R0009" else InterpError
+            raise error(code, f"ptx: {msg.get(code, 'checked error')}")
         return _results(dev, sig, bound, prog, fn_name, io, len(launch.cells), tee)
     finally:
         dev.release()
