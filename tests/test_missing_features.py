@@ -52,3 +52,34 @@ def test_the_rest_of_the_file_is_still_checked() -> None:
     )
     codes = sorted(d.code for d in analyze(src).diagnostics if d.is_error)
     assert codes == ["K0112", "K0309"], codes
+
+
+INDEXING = [
+    # C's and Rust's `a[i][j]` on a tensor of rank 2 or more: one error, with the fix
+    ("pub fn f[N, M](a: &f32[N, M], i: i64, j: i64) -> f32 { a[i][j] }", "a[i][j]", "a[i, j]"),
+    (
+        "pub fn f[N, M, K](a: &f32[N, M, K], i: i64) -> f32 { a[i][i + 1][0] * 2.0 }",
+        "a[i][i + 1][0]",
+        "a[i, i + 1, 0]",
+    ),
+    ("pub fn f[N, M, K](a: &f32[N, M, K]) -> f32 { a[0, 1][2] }", "a[0, 1][2]", "a[0, 1, 2]"),
+    # too few indices and nothing after: a row is a slice
+    ("pub fn f[N, M](a: &f32[N, M], i: i64) -> f32 { sum(a[i]) }", "a[i]", None),
+]
+
+
+@pytest.mark.parametrize(("src", "at", "fixed"), INDEXING, ids=[c[1] for c in INDEXING])
+def test_indexing_one_dimension_after_another_says_how_kera_indexes(src, at, fixed) -> None:
+    a = analyze(src + "\n")
+    errors = [d for d in a.diagnostics if d.is_error]
+    assert len(errors) == 1, [str(d) for d in errors]
+    (d,) = errors
+    assert d.code == "K0304" and "at once" in d.message, d.message
+    assert src[d.span.start : d.span.end] == at
+    if fixed is None:
+        assert d.fix is None and "a[i, ..]" in d.message
+        return
+    (edit,) = d.fix.edits
+    new = src[: edit.span.start] + edit.new_text + src[edit.span.end :]
+    assert edit.new_text == fixed
+    assert not analyze(new + "\n").has_errors, new

@@ -1317,6 +1317,9 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
                 if not self.soa_indices_ok(strip_ref(base.type), idx, e):
                     return ERR_VAL, None
                 return base, idx
+            t = None if base.is_err else strip_ref(base.type)
+            if isinstance(t, Tensor) and 0 < len(idx) < t.rank:
+                return self.partial_index(e, t), None
             return self.op("index", [base, *idx], e.span), None
         inner = unparen(e.base)
         if isinstance(inner, ast.FieldExpr) or (
@@ -1335,6 +1338,45 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if v.is_err or is_soa(v.type):
             return v, None if v.is_err else idx
         return self.op("index", [v, *idx], e.span), None
+
+    def partial_index(self, e: ast.IndexExpr, t: Tensor) -> Val:
+        """`a[i]` of a tensor of rank 2 or more (K0304): Kera indexes every dimension at once.
+        Where `a[i][j]…` gives every index in C's way, the fix writes `a[i, j]`."""
+        outer: ast.IndexExpr = e
+        chain = [e]
+        while (
+            (parent := outer.syntax.parent) is not None
+            and parent.kind == K.INDEX_EXPR
+            and (p := ast.IndexExpr(parent)).base is not None
+            and p.base.syntax == outer.syntax
+            and not is_slice(p)
+        ):
+            outer = p
+            chain.append(p)
+            if sum(len(c.indices) for c in chain) >= t.rank:
+                break
+        given = sum(len(c.indices) for c in chain)
+        base = text_of(e.base.syntax.green).strip() if e.base is not None else "a"
+        first = [text_of(i.syntax.green).strip() for i in e.indices]
+        fix = None
+        if given == t.rank and len(chain) > 1:
+            texts = [text_of(i.syntax.green).strip() for c in chain for i in c.indices]
+            new = f"{base}[{', '.join(texts)}]"
+            fix = Fix(f"write `{new}`", (Edit(outer.span, new),))
+            how = f"write `{new}`, not one index after another"
+        else:
+            rest = ", ".join(first + [".."] * (t.rank - len(first)))
+            how = f"an element takes {t.rank} indices; a part of it is a slice, `{base}[{rest}]`"
+        self.diags.append(
+            error(
+                "K0304",
+                outer.span if fix is not None else e.span,
+                f"expected {t.rank} index(es), found {len(e.indices)}: Kera indexes every"
+                f" dimension of a tensor at once — {how}",
+                fix=fix,
+            )
+        )
+        return ERR_VAL  # the outer `[j]` sees an error and says nothing more
 
     def soa_indices_ok(self, t, idx: list[Val], e: ast.IndexExpr) -> bool:
         """Are ``idx`` one integer per dimension of the tensor of structs ``t`` (K0304,
