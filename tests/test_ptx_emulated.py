@@ -401,3 +401,25 @@ def test_past_the_emulated_arena_is_a_machine_limit_not_a_disagreement() -> None
     with pytest.raises(InterpError) as e:
         R.run(art, threads, m, "big", {"x": x}, {"N": n}, emulate=DEFAULT)
     assert e.value.code == "R0009" and getattr(e.value, "machine_limit", False)
+
+
+def test_constant_tables_agree_on_the_emulator() -> None:
+    """The tables of tests/test_const_tensors.py (built once per call, before the body, on
+    the GPU by thread 0 between barriers) give the interpreter's bytes."""
+    from tests import test_const_tensors as T
+    from tests.outcomes import analyzed
+
+    m = T._module()
+    ran = 0
+    for name, inputs in T.INPUTS.items():
+        if P.unsupported(m.graph, name):
+            continue
+        got, want = _both(m, name, inputs, {})
+        assert got == want and want.startswith("ok "), (name, got, want)
+        ran += 1
+    assert ran == len(T.INPUTS)
+    looped = analyzed(T.LOOPED)
+    x = np.arange(9, dtype=np.float32) - 4
+    for fn in ("rows", "edited"):
+        got, want = _both(looped, fn, {"x": x}, {})
+        assert got == want, fn
