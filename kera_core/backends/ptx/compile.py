@@ -162,7 +162,9 @@ def assemble(text: str, arch: str, verbose: bool = False) -> tuple[str, bytes]:
     return r.stderr + r.stdout, cubin
 
 
-_SHARED_NAMES = re.compile(r"\b(k_steps|k_errmin|k_bcast|k_ctx|k_gsync|kfn_\d+|kera_main)\b")
+_SHARED_NAMES = re.compile(
+    r"\b(k_steps|k_errmin|k_bcast|k_ctx|k_gsync|k_fmod_f32|k_fmod_f64|kfn_\d+|kera_main)\b"
+)
 
 
 def batch(texts: list[str]) -> str:
