@@ -267,7 +267,10 @@ class Schedule:
                 " the call, or binds dimension expressions (not inlined)"
             )
         if t is Print:
-            raise D.NotSupported("print")
+            raise D.NotSupported(
+                "print: a hardware design has no console (the verilog target compiles the"
+                " functions that do not print; call them from one that does)"
+            )
         raise D.NotSupported(f"the statement {t.__name__}")
 
     def op(self, s: Op, k: int) -> int:
