@@ -423,3 +423,27 @@ def test_constant_tables_agree_on_the_emulator() -> None:
     for fn in ("rows", "edited"):
         got, want = _both(looped, fn, {"x": x}, {})
         assert got == want, fn
+
+
+def test_kera_run_emulate_gives_the_interpreters_digest(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    src = tmp_path / "f.kera"
+    src.write_text("pub fn f[N](x: &f32[N]) -> f32 { sum(x * x) }\n")
+    base = [sys.executable, "-m", "kera_core", "run", str(src), "--entry", "f", "--dims", "N=70"]
+
+    def run(*extra):
+        return subprocess.run([*base, *extra], capture_output=True, text=True)
+
+    want = run().stdout.splitlines()[-1]
+    assert want.startswith("result sha3-256:")
+    one = run("--target", "ptx", "--emulate")
+    assert one.returncode == 0 and one.stdout.splitlines()[-1] == want, one.stderr
+    every = run("--target", "all", "--emulate")
+    assert every.returncode == 0, every.stderr
+    digest = want.split()[-1]
+    assert f"target ptx {digest}" in every.stderr
+    other = run("--target", "x86_64", "--emulate")
+    assert other.returncode == 2 and "--emulate applies to the ptx target" in other.stderr
+    assert "Traceback" not in one.stderr + every.stderr + other.stderr

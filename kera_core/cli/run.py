@@ -404,6 +404,8 @@ def cmd_run(args) -> int:
 
     apply_isa(args)
     apply_sim(args)
+    if getattr(args, "emulate", False) and args.target not in ("ptx", "all"):
+        raise UsageError("--emulate applies to the ptx target (and all): the PTX emulator")
     apply_emulate(args)
     runner = select_target(args.target)
     budget = {}
