@@ -182,8 +182,8 @@ def fma64(a: int, b: int, c: int) -> int:
 def i2f32(n: int) -> int:
     """An integer rounded once to f32 (a 64-bit integer rounded through double would be
     rounded twice)."""
-    if n == 0:
-        return 0
+    if -(1 << 53) <= n <= 1 << 53:
+        return f32b(float(n))  # exact in double: rounded once, to f32
     r = _round_fraction(Fraction(n), 24, -126, 127)
     return f32b(r if r is not None else math.copysign(math.inf, n))
 
