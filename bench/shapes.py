@@ -36,6 +36,8 @@ NESTED = {
     "struct": lambda n: fn(nest("S { s: ", " }", "a", n), pre=S),
     "for": lambda n: fn(nest("for i in 0..4 { ", " }", "", n) + "\n    a"),
     "while": lambda n: fn(nest("while a > 0 { ", " }", "", n) + "\n    a"),
+    "loop": lambda n: fn(nest("loop { ", " break; }", "", n) + "\n    a"),
+    "match": lambda n: fn(nest("match a { 0 => ", ", _ => 1 }", "a", n)),
     "return": lambda n: fn("return " * n + "a"),
     "tyref": lambda n: fn("a", "a: i64, b: " + "& " * n + "f32"),
     "unclosed_paren": lambda n: fn("(" * n + "a"),
@@ -91,6 +93,20 @@ CHAINS = {
         "const C0: i64 = 1;\n"
         + "".join(f"const C{i}: i64 = C{i - 1} + C{i - 1};\n" for i in range(1, n))
         + fn(f"a + C{n - 1}")
+    ),
+    "match_arms": lambda n: fn(
+        "match a {\n"
+        + "".join(f"        {i} => {i % 7},\n" for i in range(n))
+        + "        _ => 0,\n    }"
+    ),
+    "match_alts": lambda n: fn(
+        "match a { " + " | ".join(str(i) for i in range(n)) + " => 1, _ => 0 }"
+    ),
+    "table": lambda n: (
+        f"const T: i64[{n}] = ["
+        + ", ".join(str(i % 9) for i in range(n))
+        + "];\n"
+        + fn(f"T[a % {n}]")
     ),
     "struct_chain": lambda n: (
         "".join(f"struct S{i} {{ a: S{i + 1} }}\n" for i in range(n))
