@@ -47,6 +47,7 @@ const PREC = {
 const KEYWORDS = [
   'as', 'break', 'const', 'continue', 'else', 'false', 'fn', 'for', 'if',
   'in', 'let', 'mut', 'pub', 'return', 'struct', 'true', 'use', 'while',
+  'loop', 'match',
 ];
 
 // Primitive type names are identifiers with a predefined meaning, not keywords (§4.1).
@@ -214,7 +215,10 @@ function expressionRules(s) {
     $.parenthesized_expression,
     $.tuple_expression,
     $.array_expression,
-    ...(s === '_nb' ? [] : [$.block, $.if_expression, $.for_expression, $.while_expression]),
+    ...(s === '_nb' ? [] : [
+      $.block, $.if_expression, $.for_expression, $.while_expression, $.loop_expression,
+      $.match_expression,
+    ]),
     alias($['_return' + prefix], $.return_expression),
     $.break_expression,
     $.continue_expression,
@@ -450,7 +454,8 @@ module.exports = grammar({
 
     binding_pattern: $ => seq(optional($.mutable_specifier), field('name', $.identifier)),
 
-    // As in Rust, a statement that starts with `if`, `for`, `while` or `{` ends at its `}`
+    // As in Rust, a statement that starts with `if`, `for`, `while`, `loop`, `match` or `{`
+    // ends at its `}`
     // and needs no `;` (it takes one if present); one right before the block's `}` is the
     // block's tail instead (the low precedence).
     expression_statement: $ => choice(
@@ -464,6 +469,8 @@ module.exports = grammar({
       $.if_expression,
       $.for_expression,
       $.while_expression,
+      $.loop_expression,
+      $.match_expression,
     ),
 
     // --- expressions -----------------------------------------------------------------------
@@ -538,6 +545,61 @@ module.exports = grammar({
       field('condition', $._expression_ns),
       field('body', $.block),
     ),
+
+    loop_expression: $ => seq('loop', field('body', $.block)),
+
+    // `match x { 1 | 2 => a, 3..=9 => { b } _ => c }`: an arm whose body is a block needs no
+    // comma (as the core parser's `_arms`).
+    match_expression: $ => seq(
+      'match',
+      field('value', $._expression_ns),
+      field('body', $.match_block),
+    ),
+
+    match_block: $ => seq(
+      '{',
+      repeat(choice(
+        seq($.match_arm, ','),
+        alias($._match_arm_block, $.match_arm),
+      )),
+      optional($.match_arm),
+      '}',
+    ),
+
+    match_arm: $ => seq(
+      field('pattern', $._match_pattern),
+      '=>',
+      field('value', $._expression),
+    ),
+
+    _match_arm_block: $ => prec(1, seq(
+      field('pattern', $._match_pattern),
+      '=>',
+      field('value', $.block),
+    )),
+
+    _match_pattern: $ => choice($._pattern_range, $.or_pattern),
+
+    or_pattern: $ => seq($._pattern_range, repeat1(seq('|', $._pattern_range))),
+
+    _pattern_range: $ => choice($._pattern_atom, $.range_pattern),
+
+    range_pattern: $ => seq(
+      field('left', $._pattern_atom),
+      '..=',
+      field('right', $._pattern_atom),
+    ),
+
+    _pattern_atom: $ => choice(
+      $.integer_literal,
+      $.float_literal,
+      $.boolean_literal,
+      alias($._negative_literal, $.negative_literal),
+      $.constant_path,
+      $.identifier,
+    ),
+
+    _negative_literal: $ => seq('-', choice($.integer_literal, $.float_literal)),
 
     break_expression: _ => 'break',
 

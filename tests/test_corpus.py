@@ -29,7 +29,6 @@ ERR_CASES = sorted((CORPUS / "err").glob("*.kera"))
 
 # Tokens the grammar never accepts: they only exist to give better errors.
 _RESERVED_TOKENS = {
-    SyntaxKind.FAT_ARROW,
     SyntaxKind.POUND,
     SyntaxKind.QUESTION,
     SyntaxKind.ERROR_TOKEN,

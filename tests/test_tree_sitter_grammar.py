@@ -231,6 +231,10 @@ GOOD = [
         'print("a\\n\\t\\r\\0\\\\\\"\\\'"); print("\\u{3A3} x"); print(""); print("a /* b */ // c");'
     ),
     _fn("x = 1 /* one */ + // two\n 2;"),
+    _fn("loop { break; } loop {} let x = loop { continue; };"),
+    _fn("let y = match x { 0 => 1, 1 | 2 => 2, -5..=-1 => { 7 } K => 9, _ => 3 };"),
+    _fn("match x { true => {} false => {}, } match (x) { _ => 1 }"),
+    _fn("match a + b { 1.5 => 1, 0..=9 | 20..=29 => a, _ => { b } }"),
 ]
 
 # Inputs both parsers reject.
@@ -323,6 +327,17 @@ BAD = [
     _fn("x = a :: b;"),
     _fn("x = a => b;"),
     _fn("x = a -> b;"),
+    _fn("let loop = 1;"),
+    _fn("let match = 1;"),
+    _fn("x = loop + 1;"),
+    _fn("loop x;"),
+    _fn("match x { 1 => 2 3 => 4 }"),
+    _fn("match x { 1 => 2 _ => 3 }"),
+    _fn("match x { 1 .. 2 => 3 }"),
+    _fn("match x { a + 1 => 2 }"),
+    _fn("match x { 1 = 2 }"),
+    _fn("match x;"),
+    _fn("match { 1 => 2 }"),
 ]
 
 

@@ -105,11 +105,13 @@
 [
   "if"
   "else"
+  "match"
 ] @keyword.conditional
 [
   "for"
   "in"
   "while"
+  "loop"
   "break"
   "continue"
 ] @keyword.repeat
@@ -168,4 +170,5 @@
   ":"
   "."
   "->"
+  "=>"
 ] @punctuation.delimiter

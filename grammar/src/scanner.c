@@ -50,11 +50,14 @@ enum TokenType {
   KW_TRUE,
   KW_USE,
   KW_WHILE,
+  KW_LOOP,
+  KW_MATCH,
 };
 
 static const char *const KEYWORDS[] = {
   "as", "break", "const", "continue", "else", "false", "fn", "for", "if",
   "in", "let", "mut", "pub", "return", "struct", "true", "use", "while",
+  "loop", "match",
 };
 
 #define KEYWORD_COUNT (sizeof(KEYWORDS) / sizeof(KEYWORDS[0]))

@@ -68,6 +68,8 @@ CODES: dict[str, str] = {
     "K0326": "only a tensor can be sliced",
     "K0327": "invalid slice bound",
     "K0328": "slice length unknown",
+    "K0329": "non-exhaustive match",
+    "K0330": "unreachable match arm",
     # ownership and memory spaces
     "K0401": "use after move",
     "K0402": "conflicting borrows",

@@ -83,6 +83,8 @@ def signature(root: GreenNode) -> list[object]:
         elif kind is K.EXPR_STMT:
             if kids and kids[0].kind in BLOCK_LIKE and kids[-1].kind is K.SEMI:
                 kids.pop()
+        elif kind is K.MATCH_ARM_LIST:  # the style drops a block arm's comma, adds others'
+            kids = [c for c in kids if c.kind is not K.COMMA]
         elif kind in COMMA_LISTS:
             one = kind in TUPLES and len(kids) == 4  # `(`, the element, `,`, `)`
             if len(kids) >= 2 and kids[-2].kind is K.COMMA and not one:

@@ -26,7 +26,9 @@ K = SyntaxKind
 # `single_line_if_else_max_width`).
 SINGLE_LINE_IF_WIDTH = 50
 
-BLOCK_LIKE = frozenset({K.BLOCK_EXPR, K.IF_EXPR, K.FOR_EXPR, K.WHILE_EXPR})
+BLOCK_LIKE = frozenset(
+    {K.BLOCK_EXPR, K.IF_EXPR, K.FOR_EXPR, K.WHILE_EXPR, K.LOOP_EXPR, K.MATCH_EXPR}
+)
 SPINE = frozenset({K.FIELD_EXPR, K.CALL_EXPR, K.INDEX_EXPR, K.CAST_EXPR, K.RANGE_EXPR})
 PREC: dict[SyntaxKind, int] = {op: bp for op, (bp, _, kind) in INFIX.items() if kind is K.BIN_EXPR}
 
@@ -78,6 +80,8 @@ class ExprRules:
             K.IF_EXPR: lambda g, o: self.if_chain(g, o, False),
             K.FOR_EXPR: self.loop,
             K.WHILE_EXPR: self.loop,
+            K.LOOP_EXPR: self.loop,
+            K.RANGE_PAT: self.range_pat,
             **{k: self.spine for k in SPINE},
         }
 
@@ -149,8 +153,13 @@ class ExprRules:
             parts.append(self.fmt(el))
         return concat(parts)
 
+    def range_pat(self, green: GreenNode, off: int) -> Doc:
+        """`lo..=hi` in a `match` arm: no spaces, as a range expression."""
+        els, _ = self.split(green, off)
+        return concat([self.fmt(el) for el in els])
+
     def loop(self, green: GreenNode, off: int) -> Doc:
-        """`while c {` and `for i in e {`; the body always breaks."""
+        """`while c {`, `for i in e {` and `loop {`; the body always breaks."""
         els, _ = self.split(green, off)
         parts: list[Doc] = []
         for i, el in enumerate(els):

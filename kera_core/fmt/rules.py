@@ -107,6 +107,7 @@ class Formatter(ExprRules):
             K.SOURCE_FILE: self.source_file,
             K.BLOCK: self.block,
             K.FIELD_LIST: self.field_list,
+            K.MATCH_ARM_LIST: self.field_list,
             K.EXPR_STMT: lambda g, o: self.expr_stmt(g, o, None),
             **{k: self.clist for k in LISTS},
             **{k: self.flat_list for k in FLAT_LISTS},
@@ -315,23 +316,27 @@ class Formatter(ExprRules):
         return concat(parts)
 
     def field_list(self, green: GreenNode, off: int) -> Doc:
-        """A struct's fields: always one per line, each with a trailing comma."""
+        """A struct's fields: always one per line, each with a trailing comma. The arms of
+        a `match` too, but an arm whose body is a block `{ … }` has no comma (rustfmt's)."""
         els, _ = self.split(green, off)
         open_, close = els[0], els[-1]
         pairs: list[tuple[El, Doc | None]] = []
         for el in els[1:-1]:
             if el.kind is K.COMMA:
                 # the comma is printed with its field; keep the comma's comments there
-                if pairs and pairs[-1][0].kind is K.FIELD:
+                if pairs and pairs[-1][0].kind in (K.FIELD, K.MATCH_ARM):
                     last, _ = pairs[-1]
                     if el.lead:  # comments between the field and its comma keep their place
                         head = [self.core(last), trail_doc(last.trail), lead_doc(el.lead)]
-                        pairs[-1] = (last, concat([*head, NOSPACE, ","]))
+                        comma = [] if _block_arm(last) else [NOSPACE, ","]
+                        pairs[-1] = (last, concat([*head, *comma]))
                         last.trail = el.trail
                     else:
                         last.trail = last.trail + el.trail
                 else:
                     pairs.append((el, None))
+            elif _block_arm(el):
+                pairs.append((el, self.core(el)))
             else:
                 pairs.append((el, concat([self.core(el), NOSPACE, ","])))
         inner = self.entries(pairs, close.lead, False)
@@ -410,3 +415,14 @@ class Formatter(ExprRules):
             tail,
             close_text,
         )
+
+
+def _block_arm(el: El) -> bool:
+    """A `match` arm whose body is a block (`p => { … }`): no comma follows it."""
+    if el.kind is not K.MATCH_ARM:
+        return False
+    last = None
+    for c in el.green.children:  # type: ignore[union-attr]
+        if not c.kind.is_trivia:
+            last = c
+    return last is not None and last.kind is K.BLOCK_EXPR

@@ -16,6 +16,8 @@ SNIPPETS = {
     "for": "for ${1:i} in ${2:0}..${3:n} {\n    $0\n}",
     "if": "if ${1:condition} {\n    $0\n}",
     "while": "while ${1:condition} {\n    $0\n}",
+    "loop": "loop {\n    $0\n}",
+    "match": "match ${1:value} {\n    ${2:0} => ${3:value},\n    _ => $0,\n}",
 }
 
 #: Kinds whose detail (a signature) is long enough to leave to resolve.

@@ -285,6 +285,20 @@ def _check_expression(a: Analysis, lf: LoweredFn, e: SyntaxNode) -> None:
     parent = e.parent
     if parent is not None and parent.kind == K.CALL_EXPR and e.index == 0:
         raise RefactorError("a function name cannot be extracted")
+    if (
+        e.kind in ast.PATTERN_KINDS
+        and parent is not None
+        and (
+            parent.kind in (K.MATCH_ARM, K.OR_PAT, K.RANGE_PAT)
+            or (
+                parent.kind == K.PREFIX_EXPR
+                and parent.parent is not None
+                and parent.parent.kind in (K.MATCH_ARM, K.OR_PAT, K.RANGE_PAT)
+            )
+        )
+    ):
+        if parent.kind != K.MATCH_ARM or ast.MatchArm(parent).pattern == e:
+            raise RefactorError("a pattern of a `match` cannot be extracted")
     # a place that is written (`x` in `x[i] = …`, `&mut x`) is not a value
     child, up = e, parent
     while up is not None and up.kind in (K.INDEX_EXPR, K.FIELD_EXPR, K.PAREN_EXPR):

@@ -29,6 +29,8 @@ _WHAT = {
     ast.IfExpr: "an `if`",
     ast.ForExpr: "a loop",
     ast.WhileExpr: "a loop",
+    ast.LoopExpr: "a loop",
+    ast.MatchExpr: "a `match`",
     ast.ArrayExpr: "an array",
     ast.StructLit: "a struct literal",
     ast.RefExpr: "a borrow",

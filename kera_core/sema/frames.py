@@ -148,6 +148,9 @@ class Frame:
     params: list[Type]
     scopes: list[Scope] = field(default_factory=lambda: [Scope()])
     captures: dict[Value, int] = field(default_factory=dict)  # outer value -> param index
+    # (id of the frame a value is from, the value) -> the value as seen here: a capture
+    # through many frames is walked once per frame, not once per read (`capture`)
+    seen_from: dict = field(default_factory=dict)
     capture_inputs: list[Value] = field(default_factory=list)
     capture_start: int = 0
     carried: list[str] = field(default_factory=list)

@@ -142,7 +142,17 @@ def _is_untyped_int(e: ast.Expr | None) -> bool:
                 return False
             e = other if isinstance(other, ast.IfExpr) else other.tail  # type: ignore[assignment]
         return _is_untyped_int(e)
+    if isinstance(e, ast.MatchExpr):  # every arm ends in one
+        arms = e.arms
+        return bool(arms) and all(_is_untyped_int(_tail_of(a.body)) for a in arms)
     return _is_untyped_literal(e) and e.token.kind == K.INT  # type: ignore[union-attr]
+
+
+def _tail_of(e: ast.Expr | None) -> ast.Expr | None:
+    """A block's tail (`{ …; 1 }` ends in `1`), other expressions themselves."""
+    while isinstance(e, ast.BlockExpr):
+        e = e.block.tail if e.block is not None else None
+    return e
 
 
 def _is_untyped_literal(e: ast.Expr | None) -> bool:
@@ -942,6 +952,12 @@ class FnLowering(ControlFlow, Calls, Exits, References, Views):
         if isinstance(e, ast.IfExpr):  # either branch's evident type (they must agree)
             for b in (e.then_branch, e.else_branch):
                 t = self.peek_type(b.tail if isinstance(b, ast.Block) else b)
+                if t is not None:
+                    return t
+            return None
+        if isinstance(e, ast.MatchExpr):  # any arm's evident type (they must agree)
+            for a in e.arms:
+                t = self.peek_type(a.body)
                 if t is not None:
                     return t
             return None

@@ -12,12 +12,13 @@ Forms (see docs/graph.md):
 
 from __future__ import annotations
 
-from kera_core.diagnostics import Edit, Fix
+from kera_core.diagnostics import Edit, Fix, warning
 from kera_core.ir.node import Node, Region
 from kera_core.ir.types import (
     BOOL,
     I64,
     UNIT,
+    Prim,
     RangeType,
     Ref,
     Struct,
@@ -29,6 +30,7 @@ from kera_core.ir.types import (
     soa_shape,
     strip_ref,
 )
+from kera_core.sema import literals
 from kera_core.sema.env import Use, did_you_mean
 from kera_core.sema.frames import ERR_VAL, NEVER, Binding, Frame, Scope, Val
 from kera_core.sema.lower_exits import may_exit
@@ -314,9 +316,21 @@ class ControlFlow:
             )
         return v
 
-    def if_node(self, cond: Val, then_fn, else_fn, syntax_nodes: list, span: Span) -> Val:
-        """An `if` node whose branches are built by ``then_fn()`` and ``else_fn(then_value)``."""
-        names = self.carried_names(syntax_nodes)
+    def if_node(
+        self,
+        cond: Val,
+        then_fn,
+        else_fn,
+        syntax_nodes: list,
+        span: Span,
+        what: str = "",
+        names: list[str] | None = None,
+    ) -> Val:
+        """An `if` node whose branches are built by ``then_fn()`` and ``else_fn(then_value)``
+        (``what``: the construct a type mismatch of the branches names, "`if` and `else`";
+        ``names``: the carried names, when the caller knows them)."""
+        if names is None:
+            names = self.carried_names(syntax_nodes)
         outer = self.frame
         f1 = self.open_frame(names, [])
         self.frame = f1
@@ -341,7 +355,8 @@ class ControlFlow:
             return self.err(
                 "K0301",
                 span,
-                f"`if` and `else` have different types: {self.show(v1.type)} and {self.show(v2.type)}",
+                f"{what or '`if` and `else`'} have different types: "
+                f"{self.show(v1.type)} and {self.show(v2.type)}",
             )
         params = tuple(f2.params)
         r1 = Region(params, tuple(([v1.value] if has_value else []) + fin1))
@@ -365,6 +380,134 @@ class ControlFlow:
             b = self.lookup(n)
             out.append(b.val.value)
         return out
+
+    # --- match -----------------------------------------------------------------------
+    def e_MatchExpr(self, e: ast.MatchExpr, expected):
+        """`match s { p => a, q => b, _ => c }`: `s` evaluated once, then a chain
+        `if s is p { a } else if s is q { b } else { c }` (language.md §6.18)."""
+        s_expr = e.scrutinee
+        s = self.expr(s_expr, None)
+        if not s.is_err and not _matchable(s.type):
+            s = self.err(
+                "K0308",
+                s_expr.span,  # type: ignore[union-attr]
+                f"`match` takes an integer or a `bool`, found {self.show(s.type)}",
+            )
+        arm_list = e.arm_list
+        if arm_list is None:
+            return ERR_VAL  # the parser reported the missing `{`
+        arms = e.arms
+        if not arms:
+            return self.err("K0329", arm_list.span, "this `match` has no arms: add `_ => …`")
+        wild = next((i for i, a in enumerate(arms) if _is_wildcard(a.pattern)), None)
+        if wild is not None:
+            for a in arms[wild + 1 :]:
+                self.diags.append(
+                    warning("K0330", a.span, "unreachable arm: the `_` arm above matches first")
+                )
+            arms = arms[: wild + 1]
+        exhaustive = wild is not None or (
+            not s.is_err and _covers([a.pattern for a in arms], s.type)
+        )
+        if expected is None:  # let a typed arm type an untyped literal in another
+            for a in arms:
+                expected = expected or self.peek_type(a.body)
+        home = self.frame
+        last = len(arms) - 1
+        # the names any arm assigns, threaded through every `if` of the chain (once, not
+        # once per arm over the arms left: a match of n arms is O(n))
+        carried = self.carried_names([a.syntax for a in arms])
+
+        def chain(i: int) -> Val:
+            arm = arms[i]
+            here = s if s.is_err else self.capture(s, home)  # type: ignore[arg-type]
+            if i == last and exhaustive:  # every value left matches the last arm
+                if i != wild:
+                    self._pattern_test(arm.pattern, here, arm.span)  # (its checks only)
+                return self.expr(arm.body, expected)
+            cond = self._pattern_test(arm.pattern, here, arm.span)
+            if i == last:  # not exhaustive (reported): an `else` of `()`
+                return self.if_node(
+                    cond,
+                    lambda: self.expr(arm.body, expected),
+                    lambda _: ERR_VAL,
+                    [],
+                    e.span,
+                    names=carried,
+                )
+            return self.if_node(
+                cond,
+                lambda: self.expr(arm.body, expected),
+                lambda _: chain(i + 1),
+                [],
+                e.span,
+                "the arms of a `match`",
+                names=carried,
+            )
+
+        v = chain(0)
+        if not exhaustive and not s.is_err:
+            what = "`true` and `false`" if s.type == BOOL else "every value"
+            return self.err(
+                "K0329",
+                s_expr.span,  # type: ignore[union-attr]
+                f"this `match` does not cover {what} of {self.show(s.type)}: add `_ => …` as "
+                "the last arm",
+            )
+        return v
+
+    def _pattern_test(self, pat, s: Val, span: Span) -> Val:
+        """The `bool` "``s`` matches ``pat``" (a pattern node, language.md §6.18)."""
+        if pat is None or s.is_err:
+            return ERR_VAL  # the parser reported a missing pattern
+        k = pat.kind
+        if k == K.OR_PAT:
+            acc: Val | None = None
+            for alt in pat.children():
+                c = self._pattern_test(alt, s, span)
+                acc = c if acc is None else self.op("or", [acc, c], span)
+            return acc if acc is not None else ERR_VAL
+        if k == K.RANGE_PAT:
+            bounds = list(pat.children())
+            if s.type == BOOL:
+                return self.err("K0320", pat.span, "a range pattern matches integers, not a `bool`")
+            if len(bounds) != 2:
+                return ERR_VAL  # the parser reported the missing bound
+            lo = self._pattern_atom(bounds[0], s.type)
+            hi = self._pattern_atom(bounds[1], s.type)
+            ge = self.op("ge", [s, lo], span)
+            return self.op("and", [ge, self.op("le", [s, hi], span)], span)
+        v = self._pattern_atom(pat, s.type)
+        return self.op("eq", [s, v], span)
+
+    def _pattern_atom(self, node, t: Type) -> Val:
+        """A pattern's literal, `-` literal or constant as a value of the matched type."""
+        e = ast.as_expr(node)
+        if e is None:
+            return ERR_VAL
+        if isinstance(e, ast.PathExpr):
+            name = e.name_text
+            if name == "_":
+                return self.err(
+                    "K0320",
+                    e.span,
+                    "`_` is a whole pattern: write it alone, as the last arm `_ => …`",
+                )
+            if name is not None and self.lookup(name) is not None:
+                return self.err(
+                    "K0320",
+                    e.span,
+                    f"a pattern names a constant, and `{name}` is a variable: compare with "
+                    f"`if` instead, or make it a `const`",
+                )
+        v = self.expr(e, t)
+        if not v.is_err and v.type != t:
+            return self.err(
+                "K0320",
+                e.span,
+                f"this pattern is a {self.show(v.type)}, but the matched value is a {self.show(t)}",
+            )
+        return v
 
     # --- for -------------------------------------------------------------------------
     def e_ForExpr(self, e: ast.ForExpr, expected):
@@ -534,6 +677,10 @@ class ControlFlow:
         assert frame is not None
         if frame is home or frame.parent is None:
             return val
+        key = (id(home), val.value)
+        known = frame.seen_from.get(key)
+        if known is not None:
+            return known
         seen = self.capture(val, home, frame.parent)
         idx = frame.captures.get(seen.value)
         if idx is None:
@@ -541,7 +688,8 @@ class ControlFlow:
             frame.params.append(strip_ref(seen.type))
             frame.captures[seen.value] = idx
             frame.capture_inputs.append(seen.value)
-        return Val(self.param(idx, frame.params[idx]), seen.type)
+        out = frame.seen_from[key] = Val(self.param(idx, frame.params[idx]), seen.type)
+        return out
 
     def _begin_loop(self, body_syntax, span) -> bool:
         """Set up `break`/`continue` flags when the body needs them; True if it does."""
@@ -569,11 +717,21 @@ class ControlFlow:
             while len(self.loops) > depth:
                 self._end_loop()
 
-    def _while(self, e: ast.WhileExpr):
-        if e.body is None or e.condition is None:
+    def e_LoopExpr(self, e: ast.LoopExpr, expected):
+        """`loop { body }` is lowered exactly as `while true { body }` (language.md §6.10)."""
+        return self.e_WhileExpr(e, expected)  # type: ignore[arg-type]
+
+    def _while(self, e: ast.WhileExpr | ast.LoopExpr):
+        condition = e.condition
+        if e.body is None or (condition is None and isinstance(e, ast.WhileExpr)):
             return ERR_VAL
         exits = self._begin_loop(e.body.syntax, e.span)
-        names = self.carried_names([e.condition.syntax, e.body.syntax])
+        heads = [] if condition is None else [condition.syntax]
+        names = self.carried_names([*heads, e.body.syntax])
+
+        def cond_fn() -> Val:
+            return self.true() if condition is None else self.expr(condition, BOOL)
+
         outer = self.frame
         fc: Frame = self.open_frame(names, [])
         self.frame = fc
@@ -581,18 +739,18 @@ class ControlFlow:
             flags = [self.loops[-1][0]] + (["$ret"] if self.lookup("$ret") is not None else [])
             cond = self.if_node(
                 self.still_running(flags, e.span),
-                lambda: self.expr(e.condition, BOOL),
+                cond_fn,
                 lambda _: self.false(),
-                [e.condition.syntax],
+                heads,
                 e.span,
             )
         else:
-            cond = self.expr(e.condition, BOOL)
+            cond = cond_fn()
         self.frame = outer
-        if not cond.is_err and cond.type != BOOL:
+        if not cond.is_err and cond.type != BOOL and condition is not None:
             self.err(
                 "K0301",
-                e.condition.span,
+                condition.span,
                 f"a `while` condition must be `bool`, found {self.show(cond.type)}",
             )
             cond = ERR_VAL
@@ -617,3 +775,58 @@ class ControlFlow:
         )
         self.rebind(names, node, 0)
         return Val(None, UNIT)
+
+
+def _matchable(t: Type) -> bool:
+    return t == BOOL or (isinstance(t, Prim) and t.is_int)
+
+
+def _is_wildcard(pat) -> bool:
+    return pat is not None and pat.kind == K.PATH_EXPR and ast.PathExpr(pat).name_text == "_"
+
+
+def _atom_value(node) -> int | None:
+    """The value of a literal pattern atom (`3`, `-3`, `true`), None for others."""
+    negate = node.kind == K.PREFIX_EXPR
+    if negate:
+        node = node.child_of_kind(K.LITERAL)
+    if node is None or node.kind != K.LITERAL:
+        return None
+    tok = ast.Literal(node).token
+    if tok.kind in (K.TRUE_KW, K.FALSE_KW):
+        return None if negate else int(tok.kind == K.TRUE_KW)
+    if tok.kind != K.INT:
+        return None
+    try:
+        v = literals.int_value(literals.split_suffix(tok.text)[0])
+    except ValueError:
+        return None
+    return -v if negate else v
+
+
+def _intervals(pat) -> list[tuple[int, int]]:
+    if pat is None:
+        return []
+    if pat.kind == K.OR_PAT:
+        return [iv for alt in pat.children() for iv in _intervals(alt)]
+    if pat.kind == K.RANGE_PAT:
+        bounds = [_atom_value(b) for b in pat.children()]
+        if len(bounds) == 2 and bounds[0] is not None and bounds[1] is not None:
+            return [(bounds[0], bounds[1])]
+        return []
+    v = _atom_value(pat)
+    return [] if v is None else [(v, v)]
+
+
+def _covers(patterns: list, t: Type) -> bool:
+    """Do the literal values and ranges of ``patterns`` cover every value of ``t``? (A
+    constant counts for nothing: only `_` or literals make a `match` exhaustive.)"""
+    lo, hi = (0, 1) if t == BOOL else literals.int_range(t)  # type: ignore[arg-type]
+    nxt = lo
+    for a, b in sorted(iv for p in patterns for iv in _intervals(p)):
+        if a > nxt:
+            return False
+        nxt = max(nxt, b + 1)
+        if nxt > hi:
+            return True
+    return nxt > hi

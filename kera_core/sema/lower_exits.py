@@ -24,7 +24,7 @@ RETVAL = "$retval"
 
 _RETURN = 1 << K.RETURN_EXPR
 _JUMPS = (1 << K.BREAK_EXPR) | (1 << K.CONTINUE_EXPR)
-_LOOPS = (K.FOR_EXPR, K.WHILE_EXPR)
+_LOOPS = (K.FOR_EXPR, K.WHILE_EXPR, K.LOOP_EXPR)
 
 
 def has_return(node) -> bool:

@@ -619,6 +619,70 @@ class WhileExpr(Expr):
         return self._child(Block)
 
 
+class LoopExpr(Expr):
+    """`loop { body }`: runs until a `break` or `return` (the same as `while true { body }`)."""
+
+    KIND = K.LOOP_EXPR
+
+    @property
+    def condition(self) -> None:
+        return None  # always true
+
+    @property
+    def body(self) -> Block | None:
+        return self._child(Block)
+
+
+class MatchExpr(Expr):
+    """`match scrutinee { pattern => expr, … }`."""
+
+    KIND = K.MATCH_EXPR
+
+    @property
+    def scrutinee(self) -> Expr | None:
+        return expr_of(self.syntax)
+
+    @property
+    def arm_list(self) -> SyntaxNode | None:
+        return self.syntax.child_of_kind(K.MATCH_ARM_LIST)
+
+    @property
+    def arms(self) -> list[MatchArm]:
+        lst = self.arm_list
+        return [] if lst is None else list(AstNode(lst)._children(MatchArm))
+
+
+#: The kinds of a pattern's nodes (an atom is an expression node: a literal, `-` literal,
+#: a constant's or `_`'s PATH_EXPR, a number type's constant `i8::MIN`).
+PATTERN_KINDS = frozenset(
+    {K.OR_PAT, K.RANGE_PAT, K.LITERAL, K.PREFIX_EXPR, K.PATH_EXPR, K.CONST_PATH, K.UNSUPPORTED}
+)
+
+
+class MatchArm(AstNode):
+    KIND = K.MATCH_ARM
+
+    @property
+    def pattern(self) -> SyntaxNode | None:
+        """The pattern: an OR_PAT, a RANGE_PAT or an atom (LITERAL, PREFIX_EXPR, PATH_EXPR)."""
+        for c in self.syntax.children_with_tokens():
+            if c.kind == K.FAT_ARROW:
+                return None
+            if isinstance(c, SyntaxNode) and c.kind in PATTERN_KINDS:
+                return c
+        return None
+
+    @property
+    def body(self) -> Expr | None:
+        seen = False
+        for c in self.syntax.children_with_tokens():
+            if c.kind == K.FAT_ARROW:
+                seen = True
+            elif seen and isinstance(c, SyntaxNode) and (e := as_expr(c)) is not None:
+                return e
+        return None
+
+
 class ReturnExpr(Expr):
     KIND = K.RETURN_EXPR
 
@@ -832,6 +896,8 @@ EXPRS: dict[SyntaxKind, type[Expr]] = {
         IfExpr,
         ForExpr,
         WhileExpr,
+        LoopExpr,
+        MatchExpr,
         ReturnExpr,
         BreakExpr,
         ContinueExpr,

@@ -41,6 +41,8 @@ class SyntaxKind(IntEnum):
     BREAK_KW = 35
     CONTINUE_KW = 36
     USE_KW = 37
+    LOOP_KW = 38
+    MATCH_KW = 39
     # --- punctuation ------------------------------------------------------
     L_PAREN = 50
     R_PAREN = 51
@@ -132,6 +134,15 @@ class SyntaxKind(IntEnum):
     EXPR_STMT = 252
     TUPLE_PAT = 253  # `(a, mut b, _)` in `let (a, mut b, _) = …;`
     BIND_PAT = 254  # `mut? name` inside a tuple pattern (`_` binds nothing)
+    # --- nodes: `loop` and `match` ------------------------------------------
+    LOOP_EXPR = 255  # loop { … }
+    MATCH_EXPR = 256  # match x { 1 | 2 => a, 3..=9 => b, _ => c }
+    MATCH_ARM_LIST = 257  # { arm, arm, … } of a match
+    MATCH_ARM = 258  # pattern => expr
+    OR_PAT = 259  # 1 | 2 (its alternatives: the patterns below)
+    RANGE_PAT = 260  # lo..=hi
+    # A pattern's atoms are expression nodes: LITERAL (`1`, `true`), PREFIX_EXPR (`-1`) and
+    # PATH_EXPR (a constant `K`, or the wildcard `_`).
     # --- nodes: expressions -----------------------------------------------
     LITERAL = 270
     PATH_EXPR = 271
@@ -204,6 +215,8 @@ KEYWORDS: dict[str, SyntaxKind] = {
     "break": SyntaxKind.BREAK_KW,
     "continue": SyntaxKind.CONTINUE_KW,
     "use": SyntaxKind.USE_KW,
+    "loop": SyntaxKind.LOOP_KW,
+    "match": SyntaxKind.MATCH_KW,
 }
 
 # Longest first: the lexer tries these in order.

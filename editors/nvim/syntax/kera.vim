@@ -5,8 +5,8 @@ if exists("b:current_syntax")
   finish
 endif
 
-syn keyword keraConditional if else
-syn keyword keraRepeat for in while
+syn keyword keraConditional if else match
+syn keyword keraRepeat for in while loop
 syn keyword keraStatement return break continue
 syn keyword keraKeyword fn struct const let nextgroup=keraDefName skipwhite
 syn keyword keraModifier pub mut

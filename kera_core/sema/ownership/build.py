@@ -539,6 +539,26 @@ class Builder:
         self.loop_body(e.body, head, exit_, None)
         return EMPTY
 
+    def x_LoopExpr(self, e: ast.LoopExpr, ctx):
+        """`loop { body }`: as `while true { body }` (its exit edge is kept: a superset of
+        the paths, so nothing is missed)."""
+        return self.x_WhileExpr(e, ctx)  # type: ignore[arg-type]
+
+    def x_MatchExpr(self, e: ast.MatchExpr, ctx):
+        """The scrutinee, then each arm's body as a branch from the same point (the
+        patterns are constants: they read nothing the analysis tracks)."""
+        self.expr(e.scrutinee, None)
+        loans = EMPTY
+        branch = self.cur
+        ends = []
+        for arm in e.arms:
+            self.cur = branch
+            loans |= self.expr(arm.body, ctx)
+            ends.append(self.cur)
+        if ends:
+            self.join(ends)
+        return loans
+
     def x_ForExpr(self, e: ast.ForExpr, ctx):
         it = e.iterable
         loans = self.expr(it, None)

@@ -26,6 +26,8 @@ EXPR_FIRST = frozenset(
         K.IF_KW,
         K.FOR_KW,
         K.WHILE_KW,
+        K.LOOP_KW,
+        K.MATCH_KW,
         K.RETURN_KW,
         K.BREAK_KW,
         K.CONTINUE_KW,
@@ -47,8 +49,26 @@ def name(p: Parser, what: str = "a name") -> bool:
     if p.kinds[p.pos] == K.IDENT:
         p.leaf(K.NAME)
         return True
-    p.error("K0100", f"expected {what}, found {describe(p.current())}")
+    k = p.current()
+    if k in RESERVED_NAMES:
+        # `let loop = …`: a name of older programs that is now a keyword. One error at it,
+        # and the token is taken as the (erroneous) name, so the rest parses as meant.
+        p.err_and_bump("K0100", reserved_message(k, what))
+        return True
+    p.error("K0100", f"expected {what}, found {describe(k)}")
     return False
+
+
+#: Keywords a program may have used as names before they became keywords.
+RESERVED_NAMES = frozenset({K.LOOP_KW, K.MATCH_KW})
+
+
+def reserved_message(k: SyntaxKind, what: str) -> str:
+    word = describe(k)
+    return (
+        f"expected {what}, found the keyword {word}: {word} is reserved and cannot be a name; "
+        "rename it"
+    )
 
 
 def name_ref(p: Parser) -> None:

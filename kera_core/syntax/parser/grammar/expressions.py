@@ -7,11 +7,13 @@ from kera_core.syntax.parser.events import INNER_SHIFT, WRAP
 from kera_core.syntax.parser.grammar.common import (
     EXPR_FIRST,
     ITEM_FIRST,
+    RESERVED_NAMES,
     STMT_FIRST,
     delimited,
     name,
     name_ref,
     recover_until,
+    reserved_message,
 )
 from kera_core.syntax.parser.grammar.types import type_
 from kera_core.syntax.parser.parser import FUEL, MAX_DEPTH, CompletedMarker, Parser, Stuck
@@ -56,7 +58,7 @@ INFIX: dict[SyntaxKind, tuple[int, bool, SyntaxKind]] = {
 CAST_BP = 12
 _PATH_NAME = K.PATH_EXPR | WRAP | K.NAME_REF << INNER_SHIFT  # `p.leaf2(PATH_EXPR, NAME_REF)`
 
-BLOCK_LIKE_FIRST = frozenset({K.IF_KW, K.FOR_KW, K.WHILE_KW, K.L_BRACE})
+BLOCK_LIKE_FIRST = frozenset({K.IF_KW, K.FOR_KW, K.WHILE_KW, K.LOOP_KW, K.MATCH_KW, K.L_BRACE})
 LITERALS = frozenset({K.INT, K.FLOAT, K.STRING, K.TRUE_KW, K.FALSE_KW})
 _STMT_RECOVERY = STMT_FIRST | {K.R_BRACE} | ITEM_FIRST
 
@@ -132,7 +134,8 @@ def stmt(p: Parser, k: SyntaxKind) -> None:
         return
     m = p.start()
     if k in BLOCK_LIKE_FIRST:
-        # As in Rust, a statement that starts with `if`/`for`/`while`/`{` ends at its `}`:
+        # As in Rust, a statement that starts with `if`/`for`/`while`/`loop`/`match`/`{`
+        # ends at its `}`:
         # `if c { a } - 1` is two statements, not a subtraction.
         primary(p)
         if p.at(K.R_BRACE):
@@ -459,6 +462,17 @@ def primary(p: Parser) -> CompletedMarker | None:
             p.error("K0102", f"expected a condition, found {describe(p.current())}")
         block(p)
         return p.complete(m, K.WHILE_EXPR)
+    if k == K.LOOP_KW:
+        if p.nth(1) != K.L_BRACE:
+            return _reserved_use(p, k)
+        m = p.start()
+        p.bump()
+        block(p)
+        return p.complete(m, K.LOOP_EXPR)
+    if k == K.MATCH_KW:
+        if p.nth(1) not in EXPR_FIRST:
+            return _reserved_use(p, k)
+        return match_expr(p)
     if k == K.RETURN_KW:
         m = p.start()
         p.bump()
@@ -468,6 +482,136 @@ def primary(p: Parser) -> CompletedMarker | None:
     if k == K.BREAK_KW or k == K.CONTINUE_KW:
         return p.leaf(K.BREAK_EXPR if k == K.BREAK_KW else K.CONTINUE_EXPR)
     return None
+
+
+def _reserved_use(p: Parser, k: SyntaxKind) -> CompletedMarker:
+    """`loop + 1`, `match;`: a keyword that does not start its construct, most likely a name
+    of a program older than the keyword: one error, the token an erroneous value (the
+    checker reports nothing more about it)."""
+    m = p.start()
+    p.error("K0102", reserved_message(k, "an expression"))
+    p.bump()
+    return p.complete(m, K.UNSUPPORTED)
+
+
+# --- match ------------------------------------------------------------------------
+
+PAT_ATOM_FIRST = frozenset({K.INT, K.FLOAT, K.MINUS, K.TRUE_KW, K.FALSE_KW, K.IDENT})
+_ARM_STOP = frozenset({K.COMMA, K.R_BRACE}) | ITEM_FIRST
+
+
+def match_expr(p: Parser) -> CompletedMarker:
+    """`match x { pattern => expr, … }`."""
+    m = p.start()
+    p.bump()  # match
+    if _expr_no_struct(p) is None:
+        p.error("K0102", f"expected a value to match on, found {describe(p.current())}")
+    if not p.at(K.L_BRACE):
+        p.error("K0100", f"expected `{{` to start the arms, found {describe(p.current())}")
+        return p.complete(m, K.MATCH_EXPR)
+    arms = p.start()
+    p.bump()  # {
+    saved, p.no_struct = p.no_struct, False
+    saved_index, p.in_index = p.in_index, False
+    p.depth += 1
+    try:
+        if p.depth > MAX_DEPTH:
+            p.skip_balanced("K0108", "match nested too deeply")
+        else:
+            _arms(p)
+    finally:
+        p.depth -= 1
+        p.no_struct = saved
+        p.in_index = saved_index
+    if not p.eat(K.R_BRACE):
+        p.error("K0106", f"expected `}}` to close the match, found {describe(p.current())}")
+    p.complete(arms, K.MATCH_ARM_LIST)
+    return p.complete(m, K.MATCH_EXPR)
+
+
+def _arms(p: Parser) -> None:
+    while not p.at(K.R_BRACE) and not p.at_eof() and not p.at_any(ITEM_FIRST):
+        start = p.pos
+        if not p.at_any(PAT_ATOM_FIRST):
+            recover_until(
+                p, "K0104", f"expected a pattern, found {describe(p.current())}", _ARM_STOP
+            )
+            if not p.eat(K.COMMA) and p.pos == start:
+                break
+            continue
+        block_body = _arm(p)
+        if p.eat(K.COMMA) or p.at(K.R_BRACE) or block_body:
+            continue
+        p.error("K0100", f"expected `,` or `}}` after the arm, found {describe(p.current())}")
+        if not p.at_any(PAT_ATOM_FIRST) or p.pos == start:
+            break
+
+
+def _arm(p: Parser) -> bool:
+    """One arm; whether its body is a block (then no comma needs to follow)."""
+    m = p.start()
+    pattern(p)
+    block_body = False
+    if p.expect(K.FAT_ARROW):
+        if p.at(K.L_BRACE):
+            block_m = p.start()
+            block(p)
+            p.complete(block_m, K.BLOCK_EXPR)
+            block_body = True
+        elif expr(p) is None:
+            p.error("K0102", f"expected an expression, found {describe(p.current())}")
+    p.complete(m, K.MATCH_ARM)
+    return block_body
+
+
+def pattern(p: Parser) -> None:
+    """`p | q | …` of `lo..=hi` ranges of literals, `-` literals, constants (`K`,
+    `i8::MIN`) and `_`."""
+    m = p.start()
+    _range_pat(p)
+    if not p.at(K.PIPE):
+        p.abandon(m)
+        return
+    while p.eat(K.PIPE):
+        _range_pat(p)
+    p.complete(m, K.OR_PAT)
+
+
+def _range_pat(p: Parser) -> None:
+    m = p.start()
+    _pat_atom(p)
+    if p.at(K.DOT2EQ):
+        p.bump()
+        _pat_atom(p)
+        p.complete(m, K.RANGE_PAT)
+    elif p.at(K.DOT2):
+        p.err_and_bump("K0112", "a range pattern includes its end: write `lo..=hi`")
+        _pat_atom(p)
+        p.complete(m, K.RANGE_PAT)
+    else:
+        p.abandon(m)
+
+
+def _pat_atom(p: Parser) -> None:
+    k = p.current()
+    if k == K.IDENT and p.nth(1) == K.COLON2:
+        primary(p)  # `i8::MIN` (or a path Kera does not have: K0112)
+    elif k == K.IDENT:
+        p.leaf2(K.PATH_EXPR, K.NAME_REF)
+    elif k in LITERALS and k != K.STRING:
+        p.leaf(K.LITERAL)
+    elif k == K.MINUS:
+        m = p.start()
+        p.bump()
+        if p.at(K.INT) or p.at(K.FLOAT):
+            p.leaf(K.LITERAL)
+        else:
+            p.error("K0100", f"expected a number after `-`, found {describe(p.current())}")
+        p.complete(m, K.PREFIX_EXPR)
+    elif k in RESERVED_NAMES or k == K.STRING:
+        p.err_and_bump("K0102", f"expected a pattern, found {describe(k)}")
+    else:
+        p.error("K0102", f"expected a pattern, found {describe(k)}")
 
 
 def if_expr(p: Parser) -> CompletedMarker:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from kera_core.syntax.kinds import FAST_KINDS, describe
-from kera_core.syntax.parser.grammar.common import ITEM_FIRST, delimited, name, recover_until
+from kera_core.syntax.parser.grammar.common import (
+    ITEM_FIRST,
+    RESERVED_NAMES,
+    delimited,
+    name,
+    recover_until,
+)
 from kera_core.syntax.parser.grammar.expressions import block, expr
 from kera_core.syntax.parser.grammar.types import type_
 from kera_core.syntax.parser.parser import Marker, Parser
@@ -77,7 +83,7 @@ def fn(p: Parser, m: Marker) -> None:
     if p.at(K.L_PAREN):
         params = p.start()
         p.bump()
-        delimited(p, K.R_PAREN, {K.IDENT, K.MUT_KW}, _param, "a parameter")
+        delimited(p, K.R_PAREN, {K.IDENT, K.MUT_KW, *RESERVED_NAMES}, _param, "a parameter")
         p.complete(params, K.PARAM_LIST)
     else:
         p.error("K0100", f"expected `(` to open the parameter list, found {describe(p.current())}")
@@ -158,7 +164,7 @@ def struct(p: Parser, m: Marker) -> None:
     if p.at(K.L_BRACE):
         fields = p.start()
         p.bump()
-        delimited(p, K.R_BRACE, {K.IDENT, K.PUB_KW}, _field, "a field")
+        delimited(p, K.R_BRACE, {K.IDENT, K.PUB_KW, *RESERVED_NAMES}, _field, "a field")
         p.complete(fields, K.FIELD_LIST)
     else:
         p.error("K0100", f"expected `{{` to open the field list, found {describe(p.current())}")
