@@ -490,6 +490,12 @@ def test_hover_on_a_table_shows_its_type_and_does_not_fail() -> None:
     ]:
         h = hover(a, TABLES.index(needle) + 1)
         assert h is not None and shown in h.markdown, (needle, h)
+    # a long table shows its start, on one line
+    big = "const BIG: u32[256] = [\n" + ",\n".join(str(i * 7) for i in range(256)) + "\n];\n"
+    src = big + "pub fn f(i: i64) -> u32 { BIG[i] }\n"
+    h = hover(Document("file:///big.kera", src, 1).analysis(), src.index("BIG[i]") + 1)
+    assert h is not None and "const BIG: u32[256] = [0, 7, 14," in h.markdown, h
+    assert "…" in h.markdown and len(h.markdown) < 400 and "1785" not in h.markdown
 
 
 def test_every_editor_query_over_a_file_of_tables_answers() -> None:

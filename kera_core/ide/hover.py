@@ -223,12 +223,24 @@ def _field_hover(a: Analysis, owner: str, name: str) -> str:
     return "\n\n".join(parts)
 
 
+MAX_VALUE = 160  # a constant's initializer in a hover, at most (a table of 256 entries: its start)
+
+
+def _short(text: str) -> str:
+    """An initializer on one line, cut after an element where it would pass ``MAX_VALUE``."""
+    value = " ".join(text.split()).replace("[ ", "[").replace(" ]", "]").replace(", ]", "]")
+    if len(value) <= MAX_VALUE:
+        return value
+    cut = value.rfind(",", 0, MAX_VALUE)
+    return value[: cut if cut > 0 else MAX_VALUE] + ", …"
+
+
 def _const_hover(a: Analysis, name: str) -> str:
     found = a.module.env.const_named(name) if a.module else None
     if found is None:
         return _code(f"const {name}")
     c = found[0]
-    value = str(c.value.syntax).strip() if c.value is not None else "…"
+    value = _short(str(c.value.syntax)) if c.value is not None else "…"
     parts = [_code(f"const {name}: {c.type if c.type is not None else '{unknown}'} = {value}")]
     imp = a.module.env.origin("const", name) if a.module else None
     if imp is not None:
