@@ -5,6 +5,7 @@
 #   bash scripts/gpu-check.sh                # every example + 1000 generated programs
 #   bash scripts/gpu-check.sh --programs 50  # a shorter run
 #   bash scripts/gpu-check.sh --dry-run      # everything but the launch (no GPU needed)
+#   bash scripts/gpu-check.sh --emulate      # the cases on the PTX emulator (no GPU needed)
 # A GPU machine whose python3 already has numpy, hypothesis and cuda-bindings, and a ptxas
 # (CUDA toolkit on PATH, or $KERA_PTXAS), runs offline with that python3; otherwise the
 # packages are installed into .venv.
