@@ -19,7 +19,9 @@ earlier functions (by `&` and `&mut`, a `&mut` parameter passed on by name), bor
 in variables (`let r = &mut y;` written and passed through while `y` goes unnamed,
 `let v = &y;` read), views of whole tensors in their place (`&mut y[..]`, `&y[0..N]`,
 `&mut y[..N]`) and one-element slices written (`y[i..i + 1] += v`), `swap` of two tensors (owned or `&mut`) or two scalars, early exits
-(`break`, `continue`, `return` inside loops), recursive helpers (one function, or two
+(`break`, `continue`, `return` inside loops), `loop` with a `break` at its top, `match`
+on an integer (literals, `p | q`, ranges, `_`) or a `bool` as a value, entries of the
+constant table `TAB`, recursive helpers (one function, or two
 in a cycle, with an early `return` at depth 0 — sometimes past the depth limit), `while` conditions that read carried
 values, straight-line loops reading and writing only at `i` (the optimizer's `lanes`
 shape, vectorised by the backend), elementwise scalar builtins, casts, comparisons and,
@@ -192,6 +194,8 @@ class Gen:
             leaves.append(lambda: f"{self.choice(env.structs)}.{self.choice(['u', 'inner.v'])}")
         if env.ints:
             leaves.append(lambda: f"({self.choice(env.ints)} as {self.t})")
+            # an entry of the constant table (`render`), at an index kept in 0..8
+            leaves.append(lambda: f"TAB[(({self.choice(env.ints)}) % 8 + 8) % 8]")
         leaves.append(lambda: self.reduction(env, min(depth, 1)))
         if depth <= 0 or self.d(st.integers(0, 2)) == 0:
             return self.choice(leaves)()
@@ -213,10 +217,27 @@ class Gen:
             n_args = {"minimum": 2, "maximum": 2, "fma": 3}.get(f, 1)
             args = ", ".join(self.scalar(env, depth - 1) for _ in range(n_args))
             return f"{f}({args})"
+        if env.ints and self.d(st.integers(0, 2)) == 0:
+            return self.match(env, depth)
         c = self.cond(env)
         return (
             f"(if {c} {{ {self.scalar(env, depth - 1)} }} else {{ {self.scalar(env, depth - 1)} }})"
         )
+
+    def match(self, env: Env, depth: int) -> str:
+        """A `match` on an integer (literals, `p | q`, ranges, `_`) or on a `bool`."""
+        if self.d(st.integers(0, 3)) == 0:
+            c = self.cond(env)
+            a, b = self.scalar(env, depth - 1), self.scalar(env, depth - 1)
+            return f"(match {c} {{ true => {a}, false => {b} }})"
+        i = self.choice(env.ints)
+        k = self.choice([3, 5, 7])
+        pats = self.choice(
+            [["0", "1 | 2", "-2..=-1"], ["0..=1", "3", "-4 | 4"], ["2", "-1", "0 | 1 | 3"]]
+        )
+        arms = [f"{p} => {self.scalar(env, depth - 1)}" for p in pats]
+        arms.append(f"_ => {self.scalar(env, depth - 1)}")
+        return f"(match ({i}) % {k} {{ {', '.join(arms)} }})"
 
     def cond(self, env: Env) -> str:
         k = self.d(st.integers(0, 3))
@@ -278,7 +299,7 @@ class Gen:
             kinds += ["let_struct"]
         kinds += ["tuple"]
         if budget > 0 and env.loop_depth < 3:
-            kinds += ["for", "for", "while", "rounds", "lanes", "lanes", "elements"]
+            kinds += ["for", "for", "while", "loop", "rounds", "lanes", "lanes", "elements"]
         if budget > 0:
             kinds += ["if"]
         if env.in_loop:
@@ -459,6 +480,29 @@ class Gen:
             return [
                 f"let mut {w}: i64 = 0;",
                 f"while {w} < {bound} {{",
+                f"    let {j} = {w};",
+                f"    {w} += 1;",
+                *_ind(body),
+                "}",
+            ]
+        if kind == "loop":  # `while`'s counter, its test a `break` at the top
+            w = self.fresh("w")
+            j = self.fresh("j")
+            body_env = env.child(
+                indices=[*env.indices, j, f"N - 1 - {j}", "0", "N - 1"],
+                ints=[*env.ints, j],
+                loop_depth=env.loop_depth + 1,
+                n_loops=env.n_loops + 1,
+                in_loop=True,
+            )
+            bound = self.choice(["N", "N - 1"]) if env.n_loops == 0 else "N / 8"
+            body = self.block(body_env, budget)
+            return [
+                f"let mut {w}: i64 = 0;",
+                "loop {",
+                f"    if {w} >= {bound} {{",
+                "        break;",
+                "    }",
                 f"    let {j} = {w};",
                 f"    {w} += 1;",
                 *_ind(body),
@@ -785,8 +829,10 @@ def imperative_program(draw):
 
 def render(prog: dict, rounds: int = 3) -> str:
     t = prog["t"]
+    table = ", ".join(_lit(t, v) for v in (1.5, -2.0, 0.25, 3.0, -0.5, 7.0, 0.0, -1.25))
     head = [
         f"const ROUNDS: i64 = {rounds};",
+        f"const TAB: {t}[8] = [{table}];",
         f"struct In {{ v: {t}, c: i64 }}",
         f"struct S {{ u: {t}, n: i64, inner: In }}",
     ]

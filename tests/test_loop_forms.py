@@ -467,7 +467,11 @@ def test_the_imperative_generator_draws_the_new_loop_forms() -> None:
     from tests.draws import assert_draws
     from tests.imperative_programs import imperative_program, render
 
-    assert_draws(imperative_program(), render, (".rev()", ".step_by(", "for v"))
+    assert_draws(
+        imperative_program(),
+        render,
+        (".rev()", ".step_by(", "for v", "loop {", "(match (", " => ", "true => ", "TAB["),
+    )
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(imperative_program())
