@@ -389,6 +389,15 @@ class Formatter(ExprRules):
                 return open_doc + close_text  # type: ignore[operator]
             close_lead = lead_doc(close.lead, space_before=pad)
             return group(open_doc, indent(close_lead), SOFTLINE, NOSPACE, close_text)
+        fill = (
+            green.kind is K.ARRAY_EXPR
+            and len(items) > 1
+            and all(
+                _short_literal(it) and (c is None or (not c.lead and not c.trail))
+                for it, c in items
+            )
+        )
+        breaks: list[IfBreak] = []
         parts: list[Doc] = []
         last_i = len(items) - 1
         for i, (it, comma) in enumerate(items):
@@ -398,23 +407,55 @@ class Formatter(ExprRules):
                 p += [trail_doc(it.trail), lead_doc(comma.lead)]  # type: ignore[union-attr]
             p.append(NOSPACE)
             keep = i != last_i or (last_i == 0 and green.kind in ONE_COMMA and comma is not None)
-            p.append(IfBreak(",", "") if not keep else ",")
+            if keep:
+                p.append(",")
+            else:
+                breaks.append(IfBreak(",", ""))
+                p.append(breaks[-1])
             if moved:
                 p.append(trail_doc(it.trail))
             if comma is not None:
                 p.append(trail_doc(comma.trail))
+            if fill and i:  # a table of numbers fills its lines: a break only where needed
+                parts.append(group(LINE, concat(p)))
+                continue
             parts.append(concat(p))
-            if i != last_i:
+            if i != last_i and not fill:
                 parts.append(LINE)
         line = LINE if pad else SOFTLINE
         tail: Doc = NOSPACE if not pad else ""
-        return group(
+        whole = group(
             open_doc,
             indent(line, concat(parts), lead_doc(close.lead)),
             line,
             tail,
             close_text,
         )
+        for b in breaks:  # the trailing comma follows the list's own break, not a line's
+            b.group = whole
+        return whole
+
+
+SHORT_LITERAL = 24  # the widest element of a table that fills its lines
+
+
+def _short_literal(el: El) -> bool:
+    """A number (or `true`/`false`), maybe negated, with no comment: an element of a table."""
+    if el.lead or el.trail:
+        return False
+    g = el.green
+    if el.kind is K.PREFIX_EXPR:
+        kids = [c for c in g.children if not c.kind.is_trivia]  # type: ignore[union-attr]
+        if len(kids) != 2 or kids[0].kind is not K.MINUS or kids[1].kind is not K.LITERAL:
+            return False
+        g = kids[1]
+    elif el.kind is not K.LITERAL:
+        return False
+    text = g.text if hasattr(g, "text") and isinstance(g.text, str) else None
+    if text is None:
+        kids = [c for c in g.children if not c.kind.is_trivia]  # type: ignore[union-attr]
+        text = kids[0].text if len(kids) == 1 else None
+    return text is not None and len(text) <= SHORT_LITERAL and not text.startswith('"')
 
 
 def _block_arm(el: El) -> bool:
