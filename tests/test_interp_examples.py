@@ -56,6 +56,19 @@ def test_saxpy_three_ways():
         assert run_function(m, fn, {"a": 2.0, "x": x, "y": y})["result"].tolist() == [12, 24, 36]
 
 
+def test_tables_crc_stencil_grades_isqrt():
+    m = example("tables.kera")
+    data = np.frombuffer(b"123456789", np.uint8).copy()
+    assert int(run_function(m, "crc32", {"data": data})["result"]) == 0xCBF43926
+    x = f32(0, 0, 16, 0, 0, 1, 1)
+    # 16 spread by the binomial weights; the two elements at each end are copied
+    assert run_function(m, "smooth", {"x": x})["result"].tolist() == [0, 0, 6, 4.0625, 1.3125, 1, 1]
+    scores = np.array([0, 39, 40, 59, 60, 74, 75, 100, 101, -1, 70], np.int32)
+    assert run_function(m, "grades", {"scores": scores})["result"].tolist() == [2, 2, 3, 2, 2]
+    for n, r in ((-5, 0), (0, 0), (1, 1), (3, 1), (4, 2), (15, 3), (16, 4), (2**62, 2**31)):
+        assert int(run_function(m, "isqrt", {"n": np.int64(n)})["result"]) == r, n
+
+
 def test_dot_three_ways():
     m = example("dot.kera")
     x, y = f32(1, 2, 3), f32(4, 5, 6)
