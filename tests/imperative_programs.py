@@ -464,16 +464,7 @@ class Gen:
                 rng = self.choice(["0..2", "1..=2"])
             return self.counted_for(env, budget, r, rng)
         if kind == "while":
-            w = self.fresh("w")
-            j = self.fresh("j")
-            body_env = env.child(
-                indices=[*env.indices, j, f"N - 1 - {j}", "0", "N - 1"],
-                ints=[*env.ints, j],
-                loop_depth=env.loop_depth + 1,
-                n_loops=env.n_loops + 1,
-                in_loop=True,
-            )
-            bound = self.choice(["N", "N - 1"]) if env.n_loops == 0 else "N / 8"
+            w, j, body_env, bound = self.counter_loop(env)
             if self.d(st.booleans()):  # the condition reads the carried values too
                 bound = f"{bound} && {self.cond(env)}"
             body = self.block(body_env, budget)
@@ -486,16 +477,7 @@ class Gen:
                 "}",
             ]
         if kind == "loop":  # `while`'s counter, its test a `break` at the top
-            w = self.fresh("w")
-            j = self.fresh("j")
-            body_env = env.child(
-                indices=[*env.indices, j, f"N - 1 - {j}", "0", "N - 1"],
-                ints=[*env.ints, j],
-                loop_depth=env.loop_depth + 1,
-                n_loops=env.n_loops + 1,
-                in_loop=True,
-            )
-            bound = self.choice(["N", "N - 1"]) if env.n_loops == 0 else "N / 8"
+            w, j, body_env, bound = self.counter_loop(env)
             body = self.block(body_env, budget)
             return [
                 f"let mut {w}: i64 = 0;",
@@ -563,6 +545,21 @@ class Gen:
         if kind == "ref_var":
             return self.ref_var(env, budget)
         raise AssertionError(kind)
+
+    def counter_loop(self, env: Env) -> tuple[str, str, Env, str]:
+        """A `while` or `loop` over a counter: its names (counter, iteration), its body's
+        environment and its bound."""
+        w = self.fresh("w")
+        j = self.fresh("j")
+        body_env = env.child(
+            indices=[*env.indices, j, f"N - 1 - {j}", "0", "N - 1"],
+            ints=[*env.ints, j],
+            loop_depth=env.loop_depth + 1,
+            n_loops=env.n_loops + 1,
+            in_loop=True,
+        )
+        bound = self.choice(["N", "N - 1"]) if env.n_loops == 0 else "N / 8"
+        return w, j, body_env, bound
 
     def element_loop(self, env: Env, budget: int) -> list[str]:
         """`for v in y { … }` over a tensor's elements (language.md §6.9). The tensor is

@@ -441,7 +441,7 @@ SHORT_LITERAL = 24  # the widest element of a table that fills its lines
 
 def _short_literal(el: El) -> bool:
     """A number (or `true`/`false`), maybe negated, with no comment: an element of a table."""
-    if el.lead or el.trail:
+    if el.lead or el.trail or el.green.text_len > SHORT_LITERAL:
         return False
     g = el.green
     if el.kind is K.PREFIX_EXPR:
@@ -451,11 +451,8 @@ def _short_literal(el: El) -> bool:
         g = kids[1]
     elif el.kind is not K.LITERAL:
         return False
-    text = g.text if hasattr(g, "text") and isinstance(g.text, str) else None
-    if text is None:
-        kids = [c for c in g.children if not c.kind.is_trivia]  # type: ignore[union-attr]
-        text = kids[0].text if len(kids) == 1 else None
-    return text is not None and len(text) <= SHORT_LITERAL and not text.startswith('"')
+    kids = getattr(g, "children", None)  # a LITERAL node holds its one token
+    return not kids or kids[0].kind is not K.STRING
 
 
 def _block_arm(el: El) -> bool:

@@ -1063,15 +1063,19 @@ class _FnLowering:
     def array(self, n: Node, ins: list):
         t = n.types[0]
         out = self.alloc(t.elem.name, self.shape_of(t), t.space)
+        self.fill(out.buf, ins)
+        return out
+
+    def fill(self, buf: Buf, ins: list) -> None:
+        """An array literal's elements (scalars) or rows (tensors) into ``buf``, in order."""
         e = self.e
         if isinstance(ins[0], TVal):
             k = self.size(ins[0].shape)
             for j, x in enumerate(ins):
-                e.emit(Copy(out.buf, e.mul_i(imm("i64", j), k), x.buf, x.offset, k))
+                e.emit(Copy(buf, e.mul_i(imm("i64", j), k), x.buf, x.offset, k))
         else:
             for j, x in enumerate(ins):
-                e.store(out.buf, imm("i64", j), x)
-        return out
+                e.store(buf, imm("i64", j), x)
 
     def constant_table(self, n: Node) -> bool:
         """An `array` of constants (rows of constants): the same value at every activation."""
@@ -1093,13 +1097,7 @@ class _FnLowering:
             b = e.buf(ty.elem.name, self.size(shape), ty.space, "temp")
             with e.block() as blk:
                 e.emit(Alloc(b))
-                if isinstance(ins[0], TVal):
-                    k = self.size(ins[0].shape)
-                    for j, x in enumerate(ins):
-                        e.emit(Copy(b, e.mul_i(imm("i64", j), k), x.buf, x.offset, k))
-                else:
-                    for j, x in enumerate(ins):
-                        e.store(b, imm("i64", j), x)
+                self.fill(b, ins)
             self.table_stmts += blk
             t = self.tables[n.hash] = TVal(b, tuple(shape), imm("i64", 0), ty.elem.name)
         return t

@@ -385,9 +385,7 @@ class Function:
             if tok in SPECIALS:
                 return SPECIALS[tok]
             return self.reg(tok)
-        if tok.startswith(("0f", "0F")):
-            return str(int(tok[2:], 16))
-        if tok.startswith(("0d", "0D")):
+        if tok.startswith(("0f", "0F", "0d", "0D")):  # a float's bits, in hex
             return str(int(tok[2:], 16))
         if tok in self.mod.shared:
             return str(self.mod.shared[tok])
@@ -1082,9 +1080,6 @@ class EmulatedDevice:
             mod = self.modules[key] = Module(text)
         return mod
 
-    def alloc_in(self, space: str, nbytes: int) -> int:
-        return self.mem.map(nbytes)
-
     def get_bytes(self, addr: int, nbytes: int) -> np.ndarray:
         return self.mem.read(int(addr), nbytes)
 
@@ -1100,21 +1095,11 @@ class EmulatedDevice:
         io = np.array(cells + [0] * launch.n_results, dtype=np.uint64)
         dio = mem.map(io.nbytes)
         mem.write(dio, io)
-        arena = mem.map(self.memory, fill=JUNK)
         log = mem.map(R.LOG_BYTES)
-        ctx = np.zeros(S.CTX_CELLS, dtype=np.uint64)
-        ctx[S.CTX_STEPS] = launch.steps
-        ctx[S.CTX_CURSOR] = arena
-        ctx[S.CTX_END] = arena + self.memory
-        ctx[S.CTX_BASE] = arena
-        ctx[S.CTX_LOG] = log
-        ctx[S.CTX_LOG_AT] = log
-        ctx[S.CTX_LOG_END] = log + R.LOG_BYTES
-        ctx[S.CTX_ERRMIN] = 2**64 - 1
+        arenas = {"device": (mem.map(self.memory, fill=JUNK), self.memory)}
         for space in ("pinned", "unified"):
-            at = mem.map(SPACE_ARENA, fill=JUNK)
-            cur, _, end, first = S.ARENA_CELLS[space]
-            ctx[cur], ctx[end], ctx[first] = at, at + SPACE_ARENA, at
+            arenas[space] = (mem.map(SPACE_ARENA, fill=JUNK), SPACE_ARENA)
+        ctx = R.context_cells(launch.steps, arenas, log, R.LOG_BYTES)
         cells_at = mem.map(ctx.nbytes)
         mem.write(cells_at, ctx)
         blocks = self.shape.blocks if launch.grid else 1

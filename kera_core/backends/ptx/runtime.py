@@ -221,19 +221,13 @@ class Device:
             dio = self.alloc(io.nbytes)
             bufs.append(("device", int(dio)))
             self.put(dio, io)
-            base, log = int(self.arena), int(self.log)
-            ctx = np.zeros(S.CTX_CELLS, dtype=np.uint64)
-            ctx[S.CTX_STEPS] = launch.steps
-            ctx[S.CTX_CURSOR] = base
-            ctx[S.CTX_END] = base + self.memory
-            ctx[S.CTX_BASE] = base
-            ctx[S.CTX_LOG] = log
-            ctx[S.CTX_LOG_AT] = log
-            ctx[S.CTX_LOG_END] = log + LOG_BYTES
-            ctx[S.CTX_ERRMIN] = 2**64 - 1
-            for space, at in (("pinned", self.pinned_arena), ("unified", self.unified_arena)):
-                cur, _, end, first = S.ARENA_CELLS[space]
-                ctx[cur], ctx[end], ctx[first] = at, at + SPACE_ARENA, at
+            log = int(self.log)
+            arenas = {
+                "device": (int(self.arena), self.memory),
+                "pinned": (self.pinned_arena, SPACE_ARENA),
+                "unified": (self.unified_arena, SPACE_ARENA),
+            }
+            ctx = context_cells(launch.steps, arenas, log, LOG_BYTES)
             self.put(self.cells, ctx)
             args = ((int(dio), int(self.cells)), (ctypes.c_uint64, ctypes.c_uint64))
             start, stop = self._events()
@@ -295,6 +289,22 @@ class Launch:
     steps: int
     params_at: dict[int, np.ndarray] = field(default_factory=dict)
     grid: bool = False  # as many CTAs as fit at once, launched cooperatively (else one)
+
+
+def context_cells(steps: int, arenas: dict, log: int, log_bytes: int) -> np.ndarray:
+    """The run's context cells (select.py's ``CTX_*``) as the host writes them before a
+    launch: the step budget, each memory space's arena (``arenas``: space -> (address,
+    bytes); `host` shares the device arena), the print log, no failure yet."""
+    ctx = np.zeros(S.CTX_CELLS, dtype=np.uint64)
+    ctx[S.CTX_STEPS] = steps
+    for space, (at, nbytes) in arenas.items():
+        cur, _, end, first = S.ARENA_CELLS[space]
+        ctx[cur], ctx[end], ctx[first] = at, at + nbytes, at
+    ctx[S.CTX_LOG] = log
+    ctx[S.CTX_LOG_AT] = log
+    ctx[S.CTX_LOG_END] = log + log_bytes
+    ctx[S.CTX_ERRMIN] = 2**64 - 1
+    return ctx
 
 
 def grid_of(text: str) -> bool:
